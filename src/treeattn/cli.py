@@ -11,7 +11,8 @@ from pathlib import Path
 DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.
 
-Train and evaluate Transformer encoders whose attention mechanism is chosen by name,
+Train and evaluate Transformer encoders whose attention mechanism is chosen by name
+(and tree encoders: hierarchical accumulation, Tree-LSTM),
 read and score parse trees, and run the built-in ListOps demo.
 """
 
@@ -20,6 +21,7 @@ examples:
   treeattn demo
   treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/sst5-s2
   treeattn evaluate runs/sst5-s2/best.pt test
+  treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
   treeattn show data/sst/dev.txt --limit 2
@@ -170,6 +172,39 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_attention(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "attention",
+        help="a hierarchical model's attention: maps and phrase vs token shares",
+        description="For a trained hierarchical model: draw one sentence's tree and its "
+        "attention map over [nodes; leaves] as PNGs, and print how much attention leaf and "
+        "node queries give to phrase nodes and to tokens over all of DATA.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a hierarchical model")
+    p.add_argument("data", nargs="?", default="test", help="split name or file (default: test)")
+    p.add_argument(
+        "--sentence", type=_positive, default=1, help="sentence drawn (1-based, default 1)"
+    )
+    p.add_argument("--layer", type=int, default=-1, help="layer drawn (default: the last)")
+    p.add_argument("--out", default="runs/attention", help="folder for the PNGs")
+    p.set_defaults(run=_attention)
+
+
+def _attention(args: argparse.Namespace) -> int:
+    from treeattn.engine.analysis import attention_shares, draw_sentence
+
+    for kind, path in draw_sentence(
+        args.checkpoint, args.data, args.sentence, args.out, args.layer
+    ).items():
+        print(f"{kind:<10} {path}")
+    shares = attention_shares(args.checkpoint, args.data)
+    print(f"\nattention share (%) over {shares['data']}, {shares['sentences']} sentences")
+    print(f"{'query':<6} {'to nodes':>9} {'to leaves':>10}")
+    for kind in ("node", "leaf"):
+        print(f"{kind:<6} {shares[kind + '_to_node']:>9.1f} {shares[kind + '_to_leaf']:>10.1f}")
+    return 0
+
+
 def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
@@ -199,7 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"treeattn {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in (_add_train, _add_evaluate, _add_report, _add_evalb, _add_show, _add_demo):
+    for add in (
+        _add_train,
+        _add_evaluate,
+        _add_report,
+        _add_attention,
+        _add_evalb,
+        _add_show,
+        _add_demo,
+    ):
         add(sub)
     return parser
 

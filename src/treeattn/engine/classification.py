@@ -2,23 +2,75 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn.attention import attention_names
 from treeattn.data.batching import TokenBatch, bucket_batches, pad_ids
+from treeattn.data.sst import IGNORE_LABEL
+from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree
 from treeattn.data.vocab import Vocab
-from treeattn.engine.config import Config
+from treeattn.engine.config import Config, ModelConfig
 from treeattn.engine.datasets import CLASSES, LabeledSentence
 from treeattn.metrics.classification import accuracy
-from treeattn.models.classifier import SentenceClassifier
+from treeattn.models.classifier import SentenceClassifier, TreeClassifier
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.models.tree_lstm import TreeLSTMEncoder
+from treeattn.trees import Tree, binarize
+from treeattn.trees.lnr import to_lnr
 
 
-def build_classifier(cfg: Config, vocab_size: int) -> SentenceClassifier:
+def _hierarchical(m: ModelConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
+    return HierarchicalEncoder(
+        vocab_size,
+        node_vocab_size,
+        d_model=m.d_model,
+        n_heads=m.n_heads,
+        n_layers=m.n_layers,
+        d_ff=m.d_ff,
+        dropout=m.dropout,
+        max_length=m.max_length,
+        **m.attention_options,
+    )
+
+
+def _tree_lstm(m: ModelConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
+    return TreeLSTMEncoder(
+        vocab_size, node_vocab_size, m.d_model, m.dropout, m.max_length, **m.attention_options
+    )
+
+
+# Encoders that read trees, by ``model.attention`` name, with whether they need binary
+# trees. Every other name is a token-level attention mechanism in a TransformerEncoder.
+TREE_ENCODERS: dict[str, tuple[Callable[[ModelConfig, int, int], nn.Module], bool]] = {
+    "hierarchical": (_hierarchical, False),
+    "tree-lstm": (_tree_lstm, True),
+}
+
+
+def model_names() -> list[str]:
+    """Every value ``model.attention`` takes: attention mechanisms, then tree encoders."""
+    return [*attention_names(), *TREE_ENCODERS]
+
+
+def uses_trees(cfg: Config) -> bool:
+    return cfg.model.attention in TREE_ENCODERS
+
+
+def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> nn.Module:
     m = cfg.model
+    classes = CLASSES[cfg.data.name]
+    if uses_trees(cfg):
+        build, _ = TREE_ENCODERS[m.attention]
+        try:
+            tree_encoder = build(m, vocab_size, node_vocab_size)
+        except TypeError as error:  # an option the encoder does not take
+            raise ValueError(f"model.attention_options for {m.attention}: {error}") from None
+        return TreeClassifier(tree_encoder, classes, pooling=m.pooling, dropout=m.dropout)
     encoder = TransformerEncoder(
         vocab_size,
         d_model=m.d_model,
@@ -31,7 +83,7 @@ def build_classifier(cfg: Config, vocab_size: int) -> SentenceClassifier:
         max_length=m.max_length,
         attention_options=m.attention_options,
     )
-    return SentenceClassifier(encoder, CLASSES[cfg.data.name], pooling=m.pooling, dropout=m.dropout)
+    return SentenceClassifier(encoder, classes, pooling=m.pooling, dropout=m.dropout)
 
 
 def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: str) -> None:
@@ -46,25 +98,115 @@ def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: s
             raise ValueError(f"{where}: sentence {i + 1} is empty")
 
 
-class EncodedSet:
-    """A data set's token ids, encoded once so that a training step only pads and stacks."""
+def node_labels(example: LabeledSentence, binary: bool) -> tuple[str, ...]:
+    """The labels of the nodes a tree model sees for ``example``, in pre-order."""
+    return to_lnr(_model_tree(example, binary)).labels
 
-    def __init__(self, examples: Sequence[LabeledSentence], vocab: Vocab) -> None:
+
+def _model_tree(example: LabeledSentence, binary: bool) -> Tree:
+    if example.tree is None:
+        raise ValueError("tree models need data with trees")
+    return binarize(example.tree) if binary else example.tree
+
+
+class EncodedSet:
+    """A data set's token ids, and for tree models its tree arrays, encoded once so that a
+    training step only pads and stacks.
+
+    Tree models pass ``node_vocab`` (node label ids) and ``binary`` (binarise the trees
+    first); ``where`` names the data in errors. Batches are bounded by leaves + nodes.
+    """
+
+    def __init__(
+        self,
+        examples: Sequence[LabeledSentence],
+        vocab: Vocab,
+        node_vocab: Vocab | None = None,
+        binary: bool = False,
+        where: str = "data",
+    ) -> None:
         self.ids = [torch.tensor(vocab.encode(ex.tokens), dtype=torch.long) for ex in examples]
         self.labels = torch.tensor([ex.label for ex in examples], dtype=torch.long)
         self.lengths = [len(ids) for ids in self.ids]
+        self.node_vocab = node_vocab
+        if node_vocab is None:
+            return
+        self.trees: list[TreeArrays] = []
+        self.node_ids: list[torch.Tensor] = []
+        self.targets: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for i, ex in enumerate(examples):
+            lnr, arrays = encode_tree(
+                _model_tree(ex, binary), ex.tokens, where=f"{where}: sentence {i + 1}"
+            )
+            self.trees.append(arrays)
+            self.node_ids.append(torch.tensor(node_vocab.encode(lnr.labels), dtype=torch.long))
+            self.lengths[i] += arrays.n_nodes
+            if ex.phrase_labels:
+                self.targets.append(_phrase_targets(ex.phrase_labels, arrays))
+        if self.targets and len(self.targets) != len(examples):
+            raise ValueError(f"{where}: some sentences have phrase labels and some have none")
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def batch(self, indices: Sequence[int]) -> TokenBatch:
         tokens, pad_mask = pad_ids([self.ids[i] for i in indices], Vocab.pad_id)
-        return TokenBatch(tokens, pad_mask, self.labels[list(indices)])
+        batch = TokenBatch(tokens, pad_mask, self.labels[list(indices)])
+        if self.node_vocab is None:
+            return batch
+        trees = collate_trees([self.trees[i] for i in indices])
+        node_ids, _ = pad_ids([self.node_ids[i] for i in indices], Vocab.pad_id)
+        batch.context = {"trees": trees, "node_labels": node_ids}
+        if self.targets:
+            batch.node_targets, _ = pad_ids([self.targets[i][0] for i in indices], IGNORE_LABEL)
+            batch.leaf_targets, _ = pad_ids([self.targets[i][1] for i in indices], IGNORE_LABEL)
+        return batch
+
+
+def encode_split(
+    cfg: Config,
+    examples: Sequence[LabeledSentence],
+    vocab: Vocab,
+    node_vocab: Vocab | None,
+    where: str,
+) -> EncodedSet:
+    """``examples`` encoded for the configured model (with trees for tree models)."""
+    if not uses_trees(cfg):
+        return EncodedSet(examples, vocab)
+    binary = TREE_ENCODERS[cfg.model.attention][1]
+    return EncodedSet(examples, vocab, node_vocab, binary=binary, where=where)
+
+
+def _phrase_targets(
+    phrases: Sequence[tuple[int, int, int]], arrays: TreeArrays
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The label of every node (by its span) and every leaf (the span of its one word).
+    Phrases come in pre-order, so in a unary chain, which shares one span, a node takes the
+    topmost label and a leaf the lowest (its pre-terminal's)."""
+    top: dict[tuple[int, int], int] = {}
+    lowest: dict[tuple[int, int], int] = {}
+    for start, end, label in phrases:
+        top.setdefault((start, end), label)
+        lowest[start, end] = label
+    spans = zip(arrays.node_start.tolist(), arrays.node_end.tolist(), strict=True)
+    nodes = [top.get(span, IGNORE_LABEL) for span in spans]
+    leaves = [lowest.get((j, j + 1), IGNORE_LABEL) for j in range(arrays.n_leaves)]
+    return torch.tensor(nodes, dtype=torch.long), torch.tensor(leaves, dtype=torch.long)
+
+
+def _logits(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+    return model(batch.tokens, batch.pad_mask, batch.context)
 
 
 def batch_loss(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
-    logits = model(batch.tokens, batch.pad_mask)
-    return F.cross_entropy(logits, batch.labels)
+    """Cross-entropy of the sentence labels, or with phrase targets, of every labeled node
+    and leaf together."""
+    if batch.node_targets is None:
+        return F.cross_entropy(_logits(model, batch), batch.labels, ignore_index=IGNORE_LABEL)
+    node_logits, leaf_logits = model(batch.tokens, batch.pad_mask, batch.context, every_node=True)
+    logits = torch.cat([node_logits.flatten(0, 1), leaf_logits.flatten(0, 1)])
+    targets = torch.cat([batch.node_targets.flatten(), batch.leaf_targets.flatten()])
+    return F.cross_entropy(logits, targets, ignore_index=IGNORE_LABEL)
 
 
 @torch.no_grad()
@@ -78,7 +220,7 @@ def evaluate(
     total_loss = 0.0
     for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
         batch = data.batch(indices).to(device)
-        logits = model(batch.tokens, batch.pad_mask)
+        logits = _logits(model, batch)
         total_loss += F.cross_entropy(logits, batch.labels, reduction="sum").item()
         predictions[indices] = logits.argmax(-1).cpu()
     model.train(was_training)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from treeattn.data.listops import ListOpsExample, generate_listops, read_listops
-from treeattn.data.sst import IGNORE_LABEL, binary_label, load_sst, read_sst_file
+from treeattn.data.sst import (
+    IGNORE_LABEL,
+    SentimentExample,
+    binary_label,
+    load_sst,
+    read_sst_file,
+)
 from treeattn.engine.config import DataConfig
-from treeattn.trees import Tree
+from treeattn.trees import Tree, fold_tree
 
 SPLITS = ("train", "dev", "test")
 CLASSES = {"listops": 10, "sst5": 5, "sst2": 2}
@@ -16,15 +22,36 @@ CLASSES = {"listops": 10, "sst5": 5, "sst2": 2}
 
 @dataclass(frozen=True)
 class LabeledSentence:
+    """A sentence, its label and, where the data has one, its tree. ``phrase_labels``:
+    ``(start, end, label)`` of every labeled phrase (SST phrase-level training of tree
+    models; -1 where a phrase has no label, as the neutral ones of SST-2)."""
+
     tokens: list[str]
     label: int
     tree: Tree | None = None
+    phrase_labels: tuple[tuple[int, int, int], ...] = ()
+
+
+def _lowercase_tree(tree: Tree) -> Tree:
+    return fold_tree(tree, lambda node, kids: Tree(node.label, kids), leaf=str.lower)
 
 
 def _prepare(examples: list[LabeledSentence], cfg: DataConfig) -> list[LabeledSentence]:
     if not cfg.lowercase:
         return examples
-    return [LabeledSentence([t.lower() for t in ex.tokens], ex.label, ex.tree) for ex in examples]
+    return [
+        replace(
+            ex,
+            tokens=[t.lower() for t in ex.tokens],
+            tree=None if ex.tree is None else _lowercase_tree(ex.tree),
+        )
+        for ex in examples
+    ]
+
+
+def _unlabeled(tree: Tree, label: str = "X") -> Tree:
+    """The tree with every node labeled ``label``: SST's node labels are the targets."""
+    return fold_tree(tree, lambda node, kids: Tree(label, kids))
 
 
 def _listops(cfg: DataConfig, split: str) -> list[ListOpsExample]:
@@ -46,8 +73,20 @@ def _listops(cfg: DataConfig, split: str) -> list[ListOpsExample]:
     raise AssertionError(split)
 
 
-def load_split(cfg: DataConfig, split: str) -> list[LabeledSentence]:
-    """One split of the configured data set."""
+def _whole_tree(ex: SentimentExample, fine: bool, phrases: bool) -> LabeledSentence:
+    """An SST sentence for a tree model; ``fine=False`` maps 0-4 labels to SST-2's."""
+    label = (lambda x: x) if fine else binary_label
+    spans = tuple((start, end, label(y)) for start, end, y in ex.phrase_labels) if phrases else ()
+    return LabeledSentence(ex.tokens, label(ex.label), _unlabeled(ex.tree), spans)
+
+
+def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
+    """One split of the configured data set.
+
+    ``whole_trees`` is for tree models: SST trees come with their node labels hidden and,
+    with ``phrase_level`` in training, every phrase's label in ``phrase_labels`` instead of
+    a row per phrase.
+    """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
     if cfg.phrase_level and cfg.name not in ("sst5", "sst2"):
@@ -56,7 +95,17 @@ def load_split(cfg: DataConfig, split: str) -> list[LabeledSentence]:
         rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in _listops(cfg, split)]
     elif cfg.name in ("sst5", "sst2"):
         fine = cfg.name == "sst5"
-        if cfg.phrase_level and split == "train":
+        if whole_trees and cfg.phrase_level and split == "train":
+            # Every sentence, with its phrases' labels; for SST-2 also the sentences whose
+            # root is neutral (root label -1, skipped by the loss), for their polar phrases.
+            rows = [
+                _whole_tree(ex, fine, phrases=True)
+                for ex in load_sst(split, root=cfg.root, fine_grained=True)
+            ]
+        elif whole_trees:
+            examples = load_sst(split, root=cfg.root, fine_grained=fine)
+            rows = [_whole_tree(ex, fine=True, phrases=False) for ex in examples]
+        elif cfg.phrase_level and split == "train":
             # Every node's phrase with its own label; the root is the whole sentence. For
             # SST-2 this includes the polar phrases of sentences whose root is neutral.
             rows = [
@@ -73,7 +122,9 @@ def load_split(cfg: DataConfig, split: str) -> list[LabeledSentence]:
     return _prepare(rows, cfg)
 
 
-def read_file(cfg: DataConfig, path: str | Path) -> list[LabeledSentence]:
+def read_file(
+    cfg: DataConfig, path: str | Path, whole_trees: bool = False
+) -> list[LabeledSentence]:
     """Labeled sentences from a file in the data set's own format.
 
     ListOps: ``label<TAB>expression`` lines. SST: one labeled tree per line (SST-2 drops
@@ -83,7 +134,10 @@ def read_file(cfg: DataConfig, path: str | Path) -> list[LabeledSentence]:
         rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in read_listops(path)]
     elif cfg.name in ("sst5", "sst2"):
         examples = read_sst_file(path, fine_grained=cfg.name == "sst5")
-        rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
+        if whole_trees:
+            rows = [_whole_tree(ex, fine=True, phrases=False) for ex in examples]
+        else:
+            rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
     else:
         raise ValueError(f"unknown data set {cfg.name!r}; known: {', '.join(CLASSES)}")
     return _prepare(rows, cfg)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from treeattn.attention import attention_names
+from treeattn.engine.classification import model_names
 from treeattn.engine.config import load_config
 from treeattn.engine.trainer import train
 
@@ -25,7 +25,7 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
 def run_demo(out: Path, overrides: list[str] = ()) -> dict[str, dict[str, Any]]:
     """Train each mechanism from scratch with the default (ListOps) configuration."""
     rows: dict[str, dict[str, Any]] = {}
-    for name in attention_names():
+    for name in model_names():
         cfg = load_config(None, [*overrides, f"model.attention={name}", f"out_dir={out / name}"])
         print(f"== {name} ==", flush=True)
         result = train(cfg, resume=False)

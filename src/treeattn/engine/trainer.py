@@ -21,11 +21,14 @@ from treeattn.data.batching import bucket_batches, shard_batches
 from treeattn.data.vocab import Vocab
 from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint
 from treeattn.engine.classification import (
-    EncodedSet,
+    TREE_ENCODERS,
     batch_loss,
     build_classifier,
     check_lengths,
+    encode_split,
     evaluate,
+    node_labels,
+    uses_trees,
 )
 from treeattn.engine.config import Config
 from treeattn.engine.datasets import load_split
@@ -211,7 +214,8 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self.last_path = self.out / LAST
         torch.manual_seed(cfg.seed)
-        splits = {name: load_split(cfg.data, name) for name in ("train", "dev", "test")}
+        trees = uses_trees(cfg)
+        splits = {name: load_split(cfg.data, name, trees) for name in ("train", "dev", "test")}
         for name, rows in splits.items():  # before training, not after hours of it
             check_lengths(rows, cfg.model.max_length, f"{cfg.data.name} {name}")
 
@@ -222,10 +226,17 @@ class Trainer:
         self.vocab = (
             Vocab(state["vocab"]) if state else Vocab.build(train_words, cfg.data.min_count)
         )
+        self.node_vocab = None
+        if trees:
+            binary = TREE_ENCODERS[cfg.model.attention][1]
+            train_labels = (node_labels(ex, binary) for ex in splits["train"])
+            self.node_vocab = Vocab(state["node_vocab"]) if state else Vocab.build(train_labels)
         self.train_set, self.dev_set, self.test_set = (
-            EncodedSet(splits[name], self.vocab) for name in splits
+            encode_split(cfg, rows, self.vocab, self.node_vocab, f"{cfg.data.name} {name}")
+            for name, rows in splits.items()
         )
-        self.model = build_classifier(cfg, len(self.vocab)).to(replica.device)
+        node_vocab_size = len(self.node_vocab) if trees else 0
+        self.model = build_classifier(cfg, len(self.vocab), node_vocab_size).to(replica.device)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay
         )
@@ -386,6 +397,8 @@ class Trainer:
             "config": self.cfg.to_json(),
             "vocab": self.vocab.tokens,
         }
+        if self.node_vocab is not None:
+            record["node_vocab"] = self.node_vocab.tokens
         if full:
             record.update(
                 optimizer=self.optimizer.state_dict(),

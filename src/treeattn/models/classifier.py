@@ -33,3 +33,43 @@ class SentenceClassifier(nn.Module):
             keep = (~pad_mask).unsqueeze(-1).to(states.dtype)
             pooled = (states * keep).sum(1) / keep.sum(1).clamp(min=1.0)
         return self.head(self.dropout(pooled))
+
+
+class TreeClassifier(nn.Module):
+    """Logits from a tree encoder (hierarchical accumulation, Tree-LSTM).
+
+    ``context`` holds ``trees`` (a ``TreeTensors``) and ``node_labels`` (B, m) ids. The
+    encoder maps (tokens, node_labels, trees) to leaf states (B, n, d) and node states
+    (B, m, d). ``pooling``: ``"root"`` (the first tree's root, node 0) or ``"mean"`` over the
+    nodes. With ``every_node``, the logits of every node (B, m, L) and leaf (B, n, L)
+    instead, for training on phrase labels.
+    """
+
+    def __init__(
+        self, encoder: nn.Module, n_classes: int, pooling: str = "root", dropout: float = 0.1
+    ) -> None:
+        super().__init__()
+        if pooling not in ("root", "mean"):
+            raise ValueError(f"tree pooling must be 'root' or 'mean', not {pooling!r}")
+        self.encoder = encoder
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(encoder.d_model, n_classes)
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        pad_mask: torch.Tensor,
+        context: dict,
+        every_node: bool = False,
+    ):
+        trees = context["trees"]
+        leaves, nodes = self.encoder(tokens, context["node_labels"], trees)
+        if every_node:
+            return self.head(self.dropout(nodes)), self.head(self.dropout(leaves))
+        if self.pooling == "root":
+            pooled = nodes[:, 0]
+        else:
+            keep = (~trees.node_pad_mask).unsqueeze(-1).to(nodes.dtype)
+            pooled = (nodes * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+        return self.head(self.dropout(pooled))

@@ -1,0 +1,101 @@
+"""Looking inside a trained hierarchical model: one sentence's tree and attention map, and
+how its attention divides between phrase nodes and tokens over a whole split (the
+analogue of Nguyen et al.'s Table 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from treeattn.data.batching import bucket_batches
+from treeattn.engine.evaluation import SavedModel, load_model
+from treeattn.trees.lnr import to_lnr
+from treeattn.viz.attention import SHARE_KEYS, attention_share, plot_attention
+from treeattn.viz.trees import draw_tree
+
+
+def _weights(saved: SavedModel, batch) -> list[torch.Tensor]:
+    """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves]."""
+    encoder = saved.model.encoder
+    context = batch.context
+    _, _, weights = encoder(batch.tokens, context["node_labels"], context["trees"], True)
+    return weights
+
+
+def _require_hierarchical(saved: SavedModel, checkpoint: str | Path) -> None:
+    if saved.cfg.model.attention != "hierarchical":
+        raise ValueError(
+            f"{checkpoint}: attention maps need a hierarchical model, "
+            f"not {saved.cfg.model.attention!r}"
+        )
+
+
+@torch.no_grad()
+def attention_shares(checkpoint: str | Path, data: str, device: str = "auto") -> dict[str, Any]:
+    """Mean percentage of attention from leaf and node queries to node and leaf keys, over
+    every layer, head and real query of ``data`` (a split name or a file)."""
+    saved = load_model(checkpoint, device)
+    _require_hierarchical(saved, checkpoint)
+    examples, where = saved.examples(data)
+    encoded = saved.encode(examples, where)
+    totals = dict.fromkeys(SHARE_KEYS, 0.0)
+    counts = {"leaf": 0, "node": 0}
+    for indices in bucket_batches(encoded.lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
+        batch = encoded.batch(indices).to(saved.device)
+        trees = batch.context["trees"]
+        node_pad, leaf_pad = trees.node_pad_mask, trees.leaf_pad_mask
+        node_mask = torch.cat([torch.ones_like(node_pad), torch.zeros_like(leaf_pad)], 1)
+        share = attention_share(
+            _weights(saved, batch), node_mask, torch.cat([node_pad, leaf_pad], 1)
+        )
+        # Batches differ in size: weight each by its number of queries of each kind.
+        batch_counts = {"node": int((~node_pad).sum()), "leaf": int((~leaf_pad).sum())}
+        for key in SHARE_KEYS:
+            kind = key.split("_")[0]
+            totals[key] += share[key] * batch_counts[kind]
+        for kind in counts:
+            counts[kind] += batch_counts[kind]
+    shares = {key: totals[key] / max(1, counts[key.split("_")[0]]) for key in SHARE_KEYS}
+    return {"data": where, "sentences": len(examples), **shares}
+
+
+@torch.no_grad()
+def draw_sentence(
+    checkpoint: str | Path,
+    data: str,
+    index: int,
+    out: str | Path,
+    layer: int = -1,
+    device: str = "auto",
+) -> dict[str, Path]:
+    """Sentence ``index`` (from 1) of ``data``: its tree drawn as the model reads it, and
+    the attention map of ``layer`` (averaged over heads) as PNGs in ``out``."""
+    saved = load_model(checkpoint, device)
+    _require_hierarchical(saved, checkpoint)
+    examples, where = saved.examples(data)
+    if not 1 <= index <= len(examples):
+        raise ValueError(f"{where}: sentence {index} does not exist (1-{len(examples)})")
+    example = examples[index - 1]
+    encoded = saved.encode([example], f"{where}: sentence {index}")
+    batch = encoded.batch([0]).to(saved.device)
+    weights = _weights(saved, batch)
+    if not -len(weights) <= layer < len(weights):
+        raise ValueError(f"layer {layer} does not exist; the model has {len(weights)}")
+    lnr = to_lnr(example.tree)
+    # Nodes are named by their label and first word, so that repeated labels stay apart.
+    starts = encoded.trees[0].node_start.tolist()
+    nodes = [f"{label}:{lnr.leaves[s]}" for label, s in zip(lnr.labels, starts, strict=True)]
+    labels = nodes + list(lnr.leaves)
+    out = Path(out)
+    number = layer % len(weights) + 1
+    attention = plot_attention(
+        weights[layer][0].mean(0),
+        labels,
+        labels,
+        out / f"attention-{index}-layer{number}.png",
+        title=f"{where} sentence {index}: layer {number}, mean over heads",
+    )
+    tree = draw_tree(example.tree, out / f"tree-{index}.png", title=" ".join(example.tokens))
+    return {"tree": tree, "attention": attention}
