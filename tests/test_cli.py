@@ -12,7 +12,7 @@ def test_help_lists_every_command(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for command in ("train", "evaluate", "report", "evalb", "show", "demo"):
+    for command in ("train", "evaluate", "report", "attention", "evalb", "show", "demo"):
         assert command in text
 
 
@@ -49,7 +49,7 @@ def test_demo_writes_its_table(tmp_path, capsys):
     sets = [item for pair in (("--set", o) for o in TINY) for item in pair]
     assert main(["demo", "--out", str(tmp_path), *sets]) == 0
     table = json.loads((tmp_path / "results.json").read_text())["models"]
-    assert "vanilla" in table
+    assert {"vanilla", "hierarchical", "tree-lstm"} <= set(table)
     run = json.loads((tmp_path / "vanilla" / "results.json").read_text())
     for key in ("dev_accuracy", "test_accuracy", "params", "train_seconds"):
         assert table["vanilla"][key] == run[key]

@@ -41,7 +41,9 @@ def hierarchical_accumulation(
     m = nodes.shape[1]
     paths = trees.paths
     D = paths.shape[2]
-    on_path = (paths >= 0).unsqueeze(-1)
+    # Past a leaf's root, ``paths`` is padding (-1): those entries gather node 0 and are
+    # never masked, because padding only follows a path's real entries (a cumulative sum
+    # at a real entry never reaches it) and its contributions go to a spare row.
     flat = paths.clamp(min=0).reshape(B, n * D, 1).expand(B, n * D, d)
     path_values = nodes.gather(1, flat).view(B, n, D, d)
     if vertical is not None and horizontal is not None:
@@ -49,13 +51,12 @@ def hierarchical_accumulation(
         v = vertical[:D].expand(B, n, D, vertical.shape[1])
         h = horizontal[trees.horizontal.clamp(min=0)]
         path_values = path_values + torch.cat([v, h], dim=-1)
-    path_values = path_values.masked_fill(~on_path, 0.0)
     # Eq. 6: the mean of the leaf and the k + 1 nodes from its parent up to step k.
     counts = torch.arange(2, D + 2, device=leaves.device, dtype=leaves.dtype).view(1, 1, D, 1)
     upward = (leaves.unsqueeze(2) + path_values.cumsum(dim=2)) / counts
     # Eq. 7: each node sums w_j * upward over its leaves, divided by its number of leaves.
     w = (leaves @ leaf_weight).view(B, n, 1, 1)
-    contributions = (upward * w).masked_fill(~on_path, 0.0)
+    contributions = upward * w
     offsets = torch.arange(B, device=paths.device).view(B, 1, 1) * m
     target = torch.where(paths >= 0, paths + offsets, B * m)  # padding goes to a spare row
     total = contributions.new_zeros(B * m + 1, d)
@@ -179,7 +180,10 @@ class HierarchicalAttention(nn.Module):
         nodes: torch.Tensor,
         trees: TreeTensors,
         return_weights: bool = False,
+        allowed: torch.Tensor | None = None,
     ):
+        """``allowed``: ``tree_attention_allowed(trees, self.subtree_mask)``, when the
+        caller has it already (an encoder builds it once for all its layers)."""
         m = nodes.shape[1]
         joint = torch.cat([nodes, leaves], dim=1)
         values = self.value(joint)
@@ -188,7 +192,9 @@ class HierarchicalAttention(nn.Module):
         q, k, v = (
             split_heads(t, self.n_heads) for t in (self.query(joint), self.key(joint), values)
         )
-        allowed = tree_attention_allowed(trees, self.subtree_mask).unsqueeze(1)
+        if allowed is None:
+            allowed = tree_attention_allowed(trees, self.subtree_mask)
+        allowed = allowed.unsqueeze(1)
         p = self.dropout if self.training else 0.0
         if return_weights:
             scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5

@@ -70,7 +70,8 @@ def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> 
             tree_encoder = build(m, vocab_size, node_vocab_size)
         except TypeError as error:  # an option the encoder does not take
             raise ValueError(f"model.attention_options for {m.attention}: {error}") from None
-        return TreeClassifier(tree_encoder, classes, pooling=m.pooling, dropout=m.dropout)
+        pooling = "root" if m.pooling == "auto" else m.pooling
+        return TreeClassifier(tree_encoder, classes, pooling=pooling, dropout=m.dropout)
     encoder = TransformerEncoder(
         vocab_size,
         d_model=m.d_model,
@@ -83,7 +84,8 @@ def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> 
         max_length=m.max_length,
         attention_options=m.attention_options,
     )
-    return SentenceClassifier(encoder, classes, pooling=m.pooling, dropout=m.dropout)
+    pooling = "mean" if m.pooling == "auto" else m.pooling
+    return SentenceClassifier(encoder, classes, pooling=pooling, dropout=m.dropout)
 
 
 def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: str) -> None:

@@ -44,7 +44,9 @@ class ModelConfig:
     dropout: float = 0.1
     positions: str = "sinusoidal"
     max_length: int = 512
-    pooling: str = "mean"
+    # auto: mean over tokens for Transformer encoders, the root for tree encoders; or
+    # mean, first (token encoders), root, mean (tree encoders: the mean over nodes)
+    pooling: str = "auto"
     attention_options: dict = field(default_factory=dict)
 
 

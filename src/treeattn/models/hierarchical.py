@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from treeattn.attention.hierarchical import HierarchicalAttention
+from treeattn.attention.hierarchical import HierarchicalAttention, tree_attention_allowed
 from treeattn.data.tree_tensors import TreeTensors
 from treeattn.models.encoder import sinusoidal_positions
 
@@ -38,8 +38,8 @@ class HierarchicalLayer(nn.Module):
         self.attn = HierarchicalAttention(d_model, n_heads, dropout, **options)
         self.phi = PostNorm(d_model, d_ff, dropout)
 
-    def forward(self, leaves, nodes, trees: TreeTensors, return_weights: bool = False):
-        attended = self.attn(leaves, nodes, trees, return_weights)
+    def forward(self, leaves, nodes, trees: TreeTensors, return_weights=False, allowed=None):
+        attended = self.attn(leaves, nodes, trees, return_weights, allowed)
         new_leaves = self.phi(attended[0], leaves)
         new_nodes = self.phi(attended[1], nodes)
         return (new_leaves, new_nodes, *attended[2:])
@@ -83,6 +83,7 @@ class HierarchicalEncoder(nn.Module):
             "position_table", sinusoidal_positions(max_length, d_model), persistent=False
         )
         self.dropout = nn.Dropout(dropout)
+        self.subtree_mask = subtree_mask
         options = dict(
             max_depth=max_depth,
             max_width=max_length,
@@ -109,8 +110,9 @@ class HierarchicalEncoder(nn.Module):
         leaves = self.dropout(self.embed(tokens) * scale + self.position_table[:n])
         nodes = self.dropout(self.node_embed(node_labels) * scale)
         weights = []
+        allowed = tree_attention_allowed(trees, self.subtree_mask)  # once for all layers
         for layer in self.layers:
-            leaves, nodes, *extra = layer(leaves, nodes, trees, return_weights)
+            leaves, nodes, *extra = layer(leaves, nodes, trees, return_weights, allowed)
             weights.extend(extra)
         if return_weights:
             return leaves, nodes, weights

@@ -1,0 +1,18 @@
+"""The benchmark scripts run end to end (``--quick``); their timings are never asserted."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.mark.parametrize("script", ["hierarchical_accumulation", "step_time"])
+def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
+    command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    results = json.loads((tmp_path / f"{script}.json").read_text())
+    assert results and (tmp_path / f"{script}.md").read_text().count("|") > 10
