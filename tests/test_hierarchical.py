@@ -41,8 +41,8 @@ def drop_preterminals(tree: Tree) -> Tree:
 @given(TREES)
 def test_lnr_rebuilds_the_tree_from_its_subtree_sets(tree):
     assert from_lnr(to_lnr(tree, collapse_preterminals=False)) == [tree]
-    root = tree if not tree.is_preterminal() else tree  # a lone pre-terminal stays a node
-    assert from_lnr(to_lnr(root)) == [drop_preterminals(root)]
+    # Pre-terminals below the root are not nodes; a root that is one stays a node.
+    assert from_lnr(to_lnr(tree)) == [drop_preterminals(tree)]
 
 
 @settings(max_examples=60, deadline=None)

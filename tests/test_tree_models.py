@@ -10,7 +10,14 @@ from tests.test_engine import tiny_config
 from treeattn.cli import main
 from treeattn.data.vocab import Vocab
 from treeattn.engine.checkpoint import load_checkpoint
-from treeattn.engine.classification import EncodedSet, batch_loss, model_names
+from treeattn.engine.classification import (
+    EncodedSet,
+    batch_loss,
+    build_classifier,
+    encode_split,
+    evaluate,
+    model_names,
+)
 from treeattn.engine.config import load_config
 from treeattn.engine.datasets import LabeledSentence, load_split
 from treeattn.engine.evaluation import evaluate_checkpoint
@@ -93,6 +100,62 @@ def test_phrase_level_loss_counts_every_labeled_node():
         torch.tensor([[0.0, 2.0], [1.0, 0.0], [0.0, 0.0]]), torch.tensor([1, 0, 1])
     )
     torch.testing.assert_close(batch_loss(Fixed(), batch), expected)
+
+
+def test_a_unary_chain_gives_each_of_its_nodes_its_own_label():
+    # (3 (1 (2 a) (4 b))): the root and its only child share the span (0, 2).
+    tree = Tree.parse("(X (X (X a) (X b)))")
+    phrases = ((0, 2, 3), (0, 2, 1), (0, 1, 2), (1, 2, 4))
+    example = LabeledSentence(["a", "b"], 3, tree, phrases)
+    batch = EncodedSet([example], Vocab.build([["a", "b"]]), Vocab.build([["X"]])).batch([0])
+    assert batch.node_targets.tolist() == [[3, 1]]
+    assert batch.leaf_targets.tolist() == [[2, 4]]
+    # A one-word sentence: its root node and its word each keep their own label.
+    single = LabeledSentence(["a"], 3, Tree.parse("(X a)"), ((0, 1, 3),))
+    lonely = LabeledSentence(["a"], 0, Tree.parse("(X (X a))"), ((0, 1, 0), (0, 1, 4)))
+    batch = EncodedSet([single, lonely], Vocab.build([["a"]]), Vocab.build([["X"]])).batch([0, 1])
+    assert batch.node_targets.tolist() == [[3], [0]]
+    assert batch.leaf_targets.tolist() == [[-1], [4]]
+
+
+def test_evaluation_skips_unlabeled_sentences_and_a_batch_without_labels_adds_nothing():
+    examples = [
+        LabeledSentence(["a", "b"], 1, Tree.parse("(X a b)"), ((0, 2, 1),)),
+        LabeledSentence(["b"], -1, Tree.parse("(X b)"), ((0, 1, -1),)),
+    ]
+    encoded = EncodedSet(examples, Vocab.build([["a", "b"]]), Vocab.build([["X"]]))
+
+    class Constant(torch.nn.Module):  # always predicts class 1
+        def forward(self, tokens, pad_mask, context, every_node=False):
+            B, m = context["node_labels"].shape
+            logits = torch.tensor([0.0, 1.0])
+            if every_node:
+                return logits.expand(B, m, 2), logits.expand(B, tokens.shape[1], 2)
+            return logits.expand(B, 2)
+
+    result = evaluate(Constant(), encoded, 100, torch.device("cpu"))
+    assert result["accuracy"] == 100.0 and result["count"] == 1
+    assert batch_loss(Constant(), encoded.batch([1])).item() == 0.0
+
+
+def test_a_tree_too_deep_for_the_model_is_refused_before_training(tmp_path):
+    cfg = load_config("configs/sst5-hierarchical.yaml", ["model.attention_options.max_depth=2"])
+    deep = LabeledSentence(["a", "b", "c", "d"], 0, Tree.parse("(X a (X b (X c d)))"))
+    vocab, node_vocab = Vocab.build([["a"]]), Vocab.build([["X"]])
+    with pytest.raises(
+        ValueError, match=r"sst5 dev: sentence 2: .* 3 nodes deep, more than .*max_depth=2"
+    ):
+        encode_split(
+            cfg,
+            [LabeledSentence(["a"], 0, Tree.parse("(X a)")), deep],
+            vocab,
+            node_vocab,
+            "sst5 dev",
+        )
+    with pytest.raises(ValueError, match="pooling='mean' cannot be used"):
+        build_classifier(
+            load_config("configs/sst5-hierarchical.yaml", ["model.pooling=mean"]), 10, 3
+        )
 
 
 def test_leaves_that_do_not_match_the_tokens_name_the_sentence():

@@ -191,13 +191,12 @@ def _add_attention(sub: argparse._SubParsersAction) -> None:
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from treeattn.engine.analysis import attention_shares, draw_sentence
+    from treeattn.engine.analysis import attention_shares, draw_sentence, load_hierarchical
 
-    for kind, path in draw_sentence(
-        args.checkpoint, args.data, args.sentence, args.out, args.layer
-    ).items():
+    saved = load_hierarchical(args.checkpoint)
+    for kind, path in draw_sentence(saved, args.data, args.sentence, args.out, args.layer).items():
         print(f"{kind:<10} {path}")
-    shares = attention_shares(args.checkpoint, args.data)
+    shares = attention_shares(saved, args.data)
     print(f"\nattention share (%) over {shares['data']}, {shares['sentences']} sentences")
     print(f"{'query':<6} {'to nodes':>9} {'to leaves':>10}")
     for kind in ("node", "leaf"):

@@ -96,6 +96,9 @@ def tree_attention_allowed(trees: TreeTensors, subtree_mask: bool) -> torch.Tens
     return allowed | query_pad
 
 
+DEFAULT_MAX_DEPTH = 64  # rows of the vertical embedding table
+
+
 class HierarchicalAccumulation(nn.Module):
     """The learned parts of Eqs. 7-9: u_s and the vertical and horizontal embedding tables
     (d/2 each, shared by all heads)."""
@@ -115,7 +118,8 @@ class HierarchicalAccumulation(nn.Module):
             self.vertical = self.horizontal = None
 
     def forward(self, leaves: torch.Tensor, nodes: torch.Tensor, trees: TreeTensors):
-        check_tree_size(trees, self.max_depth, self.max_width)
+        if self.vertical is not None:
+            check_tree_size(trees, self.max_depth, self.max_width)
         tables = (
             (None, None)
             if self.vertical is None
@@ -155,7 +159,7 @@ class HierarchicalAttention(nn.Module):
         d_model: int,
         n_heads: int,
         dropout: float,
-        max_depth: int = 64,
+        max_depth: int = DEFAULT_MAX_DEPTH,
         max_width: int = 512,
         hierarchical_embeddings: bool = True,
         subtree_mask: bool = True,
@@ -218,11 +222,13 @@ class TreeCrossAttention(nn.Module):
         d_model: int,
         n_heads: int,
         dropout: float,
-        max_depth: int = 64,
+        max_depth: int = DEFAULT_MAX_DEPTH,
         max_width: int = 512,
         hierarchical_embeddings: bool = True,
     ) -> None:
         super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads = n_heads
         self.dropout = dropout
         self.query = nn.Linear(d_model, d_model)

@@ -154,6 +154,20 @@ class TreeTensors:
         return (self.node_end - self.node_start).clamp(min=1)
 
 
+def check_shapes(tokens: torch.Tensor, node_labels: torch.Tensor, trees: TreeTensors) -> None:
+    """Word ids (B, n) and node label ids (B, m) must match the batch of trees."""
+    if tokens.shape != trees.leaf_pad_mask.shape:
+        raise ValueError(
+            f"tokens {tuple(tokens.shape)} do not match the trees' leaves "
+            f"{tuple(trees.leaf_pad_mask.shape)}"
+        )
+    if node_labels.shape != trees.node_pad_mask.shape:
+        raise ValueError(
+            f"node labels {tuple(node_labels.shape)} do not match the trees' nodes "
+            f"{tuple(trees.node_pad_mask.shape)}"
+        )
+
+
 def collate_trees(items: Sequence[TreeArrays]) -> TreeTensors:
     """Pad and stack; a loop over the trees of a batch, never over their nodes."""
     if not items:

@@ -24,20 +24,20 @@ def _weights(saved: SavedModel, batch) -> list[torch.Tensor]:
     return weights
 
 
-def _require_hierarchical(saved: SavedModel, checkpoint: str | Path) -> None:
+def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> SavedModel:
+    saved = load_model(checkpoint, device)
     if saved.cfg.model.attention != "hierarchical":
         raise ValueError(
             f"{checkpoint}: attention maps need a hierarchical model, "
             f"not {saved.cfg.model.attention!r}"
         )
+    return saved
 
 
 @torch.no_grad()
-def attention_shares(checkpoint: str | Path, data: str, device: str = "auto") -> dict[str, Any]:
+def attention_shares(saved: SavedModel, data: str) -> dict[str, Any]:
     """Mean percentage of attention from leaf and node queries to node and leaf keys, over
     every layer, head and real query of ``data`` (a split name or a file)."""
-    saved = load_model(checkpoint, device)
-    _require_hierarchical(saved, checkpoint)
     examples, where = saved.examples(data)
     encoded = saved.encode(examples, where)
     totals = dict.fromkeys(SHARE_KEYS, 0.0)
@@ -63,17 +63,10 @@ def attention_shares(checkpoint: str | Path, data: str, device: str = "auto") ->
 
 @torch.no_grad()
 def draw_sentence(
-    checkpoint: str | Path,
-    data: str,
-    index: int,
-    out: str | Path,
-    layer: int = -1,
-    device: str = "auto",
+    saved: SavedModel, data: str, index: int, out: str | Path, layer: int = -1
 ) -> dict[str, Path]:
-    """Sentence ``index`` (from 1) of ``data``: its tree drawn as the model reads it, and
-    the attention map of ``layer`` (averaged over heads) as PNGs in ``out``."""
-    saved = load_model(checkpoint, device)
-    _require_hierarchical(saved, checkpoint)
+    """Sentence ``index`` (from 1) of ``data``: its tree, and the attention map of
+    ``layer`` (averaged over heads) over [nodes; leaves], as PNGs in ``out``."""
     examples, where = saved.examples(data)
     if not 1 <= index <= len(examples):
         raise ValueError(f"{where}: sentence {index} does not exist (1-{len(examples)})")
@@ -84,9 +77,11 @@ def draw_sentence(
     if not -len(weights) <= layer < len(weights):
         raise ValueError(f"layer {layer} does not exist; the model has {len(weights)}")
     lnr = to_lnr(example.tree)
-    # Nodes are named by their label and first word, so that repeated labels stay apart.
-    starts = encoded.trees[0].node_start.tolist()
-    nodes = [f"{label}:{lnr.leaves[s]}" for label, s in zip(lnr.labels, starts, strict=True)]
+    # Nodes are named by their label and span of words, so that repeated labels stay apart.
+    spans = zip(
+        encoded.trees[0].node_start.tolist(), encoded.trees[0].node_end.tolist(), strict=True
+    )
+    nodes = [f"{label} {s}-{e}" for label, (s, e) in zip(lnr.labels, spans, strict=True)]
     labels = nodes + list(lnr.leaves)
     out = Path(out)
     number = layer % len(weights) + 1

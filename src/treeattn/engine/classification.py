@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.attention import attention_names
+from treeattn.attention.hierarchical import DEFAULT_MAX_DEPTH
 from treeattn.data.batching import TokenBatch, bucket_batches, pad_ids
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree
@@ -71,6 +72,11 @@ def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> 
         except TypeError as error:  # an option the encoder does not take
             raise ValueError(f"model.attention_options for {m.attention}: {error}") from None
         pooling = "root" if m.pooling == "auto" else m.pooling
+        if cfg.data.phrase_level and pooling != "root":
+            raise ValueError(
+                "phrase-level training of a tree model trains every node's own prediction; "
+                f"the sentence is read at the root, so model.pooling={m.pooling!r} cannot be used"
+            )
         return TreeClassifier(tree_encoder, classes, pooling=pooling, dropout=m.dropout)
     encoder = TransformerEncoder(
         vocab_size,
@@ -176,23 +182,42 @@ def encode_split(
     if not uses_trees(cfg):
         return EncodedSet(examples, vocab)
     binary = TREE_ENCODERS[cfg.model.attention][1]
-    return EncodedSet(examples, vocab, node_vocab, binary=binary, where=where)
+    encoded = EncodedSet(examples, vocab, node_vocab, binary=binary, where=where)
+    options = cfg.model.attention_options
+    if cfg.model.attention == "hierarchical" and options.get("hierarchical_embeddings", True):
+        # Before any training, not when the first too-deep batch comes up.
+        limit = options.get("max_depth", DEFAULT_MAX_DEPTH)
+        for i, arrays in enumerate(encoded.trees):
+            if arrays.paths.shape[1] > limit:
+                raise ValueError(
+                    f"{where}: sentence {i + 1}: a word lies {arrays.paths.shape[1]} nodes "
+                    f"deep, more than model.attention_options.max_depth={limit}"
+                )
+    return encoded
 
 
 def _phrase_targets(
     phrases: Sequence[tuple[int, int, int]], arrays: TreeArrays
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The label of every node (by its span) and every leaf (the span of its one word).
-    Phrases come in pre-order, so in a unary chain, which shares one span, a node takes the
-    topmost label and a leaf the lowest (its pre-terminal's)."""
-    top: dict[tuple[int, int], int] = {}
-    lowest: dict[tuple[int, int], int] = {}
+
+    Phrases and nodes both come in pre-order. A unary chain shares one span: its k-th node
+    takes the span's k-th label, and a word takes the label left over below the nodes over
+    it, its collapsed pre-terminal's.
+    """
+    by_span: dict[tuple[int, int], list[int]] = {}
     for start, end, label in phrases:
-        top.setdefault((start, end), label)
-        lowest[start, end] = label
-    spans = zip(arrays.node_start.tolist(), arrays.node_end.tolist(), strict=True)
-    nodes = [top.get(span, IGNORE_LABEL) for span in spans]
-    leaves = [lowest.get((j, j + 1), IGNORE_LABEL) for j in range(arrays.n_leaves)]
+        by_span.setdefault((start, end), []).append(label)
+    used: dict[tuple[int, int], int] = {}
+    nodes = []
+    for span in zip(arrays.node_start.tolist(), arrays.node_end.tolist(), strict=True):
+        labels, k = by_span.get(span, []), used.get(span, 0)
+        nodes.append(labels[k] if k < len(labels) else IGNORE_LABEL)
+        used[span] = k + 1
+    leaves = []
+    for j in range(arrays.n_leaves):
+        labels, k = by_span.get((j, j + 1), []), used.get((j, j + 1), 0)
+        leaves.append(labels[k] if k < len(labels) else IGNORE_LABEL)
     return torch.tensor(nodes, dtype=torch.long), torch.tensor(leaves, dtype=torch.long)
 
 
@@ -208,14 +233,17 @@ def batch_loss(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
     node_logits, leaf_logits = model(batch.tokens, batch.pad_mask, batch.context, every_node=True)
     logits = torch.cat([node_logits.flatten(0, 1), leaf_logits.flatten(0, 1)])
     targets = torch.cat([batch.node_targets.flatten(), batch.leaf_targets.flatten()])
-    return F.cross_entropy(logits, targets, ignore_index=IGNORE_LABEL)
+    total = F.cross_entropy(logits, targets, ignore_index=IGNORE_LABEL, reduction="sum")
+    # A batch whose phrases are all unlabeled (neutral, in SST-2) adds 0, not NaN.
+    return total / (targets != IGNORE_LABEL).sum().clamp(min=1)
 
 
 @torch.no_grad()
 def evaluate(
     model: nn.Module, data: EncodedSet, max_tokens: int, device: torch.device
 ) -> dict[str, float]:
-    """Accuracy and mean cross-entropy over ``data``."""
+    """Accuracy and mean cross-entropy over the sentences of ``data`` that have a label
+    (SST-2 phrase-level training data also holds neutral sentences, labeled -1)."""
     was_training = model.training
     model.eval()
     predictions = torch.zeros(len(data), dtype=torch.long)
@@ -223,11 +251,14 @@ def evaluate(
     for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
         batch = data.batch(indices).to(device)
         logits = _logits(model, batch)
-        total_loss += F.cross_entropy(logits, batch.labels, reduction="sum").item()
+        loss = F.cross_entropy(logits, batch.labels, ignore_index=IGNORE_LABEL, reduction="sum")
+        total_loss += loss.item()
         predictions[indices] = logits.argmax(-1).cpu()
     model.train(was_training)
+    labeled = data.labels >= 0
+    gold = data.labels[labeled].tolist()
     return {
-        "accuracy": accuracy(data.labels.tolist(), predictions.tolist()),
-        "loss": total_loss / max(1, len(data)),
-        "count": len(data),
+        "accuracy": accuracy(gold, predictions[labeled].tolist()),
+        "loss": total_loss / max(1, len(gold)),
+        "count": len(gold),
     }

@@ -73,9 +73,9 @@ def _listops(cfg: DataConfig, split: str) -> list[ListOpsExample]:
     raise AssertionError(split)
 
 
-def _whole_tree(ex: SentimentExample, fine: bool, phrases: bool) -> LabeledSentence:
-    """An SST sentence for a tree model; ``fine=False`` maps 0-4 labels to SST-2's."""
-    label = (lambda x: x) if fine else binary_label
+def _whole_tree(ex: SentimentExample, to_binary: bool, phrases: bool) -> LabeledSentence:
+    """An SST sentence for a tree model; ``to_binary`` maps 0-4 labels to SST-2's."""
+    label = binary_label if to_binary else (lambda x: x)
     spans = tuple((start, end, label(y)) for start, end, y in ex.phrase_labels) if phrases else ()
     return LabeledSentence(ex.tokens, label(ex.label), _unlabeled(ex.tree), spans)
 
@@ -99,12 +99,12 @@ def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[L
             # Every sentence, with its phrases' labels; for SST-2 also the sentences whose
             # root is neutral (root label -1, skipped by the loss), for their polar phrases.
             rows = [
-                _whole_tree(ex, fine, phrases=True)
+                _whole_tree(ex, to_binary=not fine, phrases=True)
                 for ex in load_sst(split, root=cfg.root, fine_grained=True)
             ]
         elif whole_trees:
             examples = load_sst(split, root=cfg.root, fine_grained=fine)
-            rows = [_whole_tree(ex, fine=True, phrases=False) for ex in examples]
+            rows = [_whole_tree(ex, to_binary=False, phrases=False) for ex in examples]
         elif cfg.phrase_level and split == "train":
             # Every node's phrase with its own label; the root is the whole sentence. For
             # SST-2 this includes the polar phrases of sentences whose root is neutral.
@@ -135,7 +135,7 @@ def read_file(
     elif cfg.name in ("sst5", "sst2"):
         examples = read_sst_file(path, fine_grained=cfg.name == "sst5")
         if whole_trees:
-            rows = [_whole_tree(ex, fine=True, phrases=False) for ex in examples]
+            rows = [_whole_tree(ex, to_binary=False, phrases=False) for ex in examples]
         else:
             rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
     else:

@@ -7,8 +7,12 @@ import math
 import torch
 from torch import nn
 
-from treeattn.attention.hierarchical import HierarchicalAttention, tree_attention_allowed
-from treeattn.data.tree_tensors import TreeTensors
+from treeattn.attention.hierarchical import (
+    DEFAULT_MAX_DEPTH,
+    HierarchicalAttention,
+    tree_attention_allowed,
+)
+from treeattn.data.tree_tensors import TreeTensors, check_shapes
 from treeattn.models.encoder import sinusoidal_positions
 
 
@@ -51,8 +55,9 @@ class HierarchicalEncoder(nn.Module):
 
     Leaves get word embeddings plus sinusoidal positions; nodes get an embedding of their
     label (one shared label when the data has none to give, as SST, whose labels are the
-    targets). Options: ``max_depth`` and ``max_width`` size the hierarchical embedding
-    tables; ``hierarchical_embeddings`` and ``subtree_mask`` switch those parts off for the
+    targets). Options: ``max_depth`` sizes the vertical embedding table, ``max_length``
+    the horizontal one (a node spans at most ``max_length`` words);
+    ``hierarchical_embeddings`` and ``subtree_mask`` switch those parts off for the
     ablations of Table 3.
     """
 
@@ -66,7 +71,7 @@ class HierarchicalEncoder(nn.Module):
         d_ff: int = 256,
         dropout: float = 0.1,
         max_length: int = 512,
-        max_depth: int = 64,
+        max_depth: int = DEFAULT_MAX_DEPTH,
         hierarchical_embeddings: bool = True,
         subtree_mask: bool = True,
     ) -> None:
@@ -103,6 +108,7 @@ class HierarchicalEncoder(nn.Module):
     ):
         """With ``return_weights``, also the list of each layer's attention probabilities
         (B, H, m + n, m + n) over [nodes; leaves]."""
+        check_shapes(tokens, node_labels, trees)
         n = tokens.shape[1]
         if n > self.max_length:
             raise ValueError(f"sequence of {n} tokens is longer than max_length={self.max_length}")

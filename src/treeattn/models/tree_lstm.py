@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.data.tree_tensors import TreeTensors
+from treeattn.data.tree_tensors import TreeTensors, check_shapes
 
 
 class TreeLSTMEncoder(nn.Module):
@@ -45,6 +45,7 @@ class TreeLSTMEncoder(nn.Module):
     def forward(
         self, tokens: torch.Tensor, node_labels: torch.Tensor, trees: TreeTensors
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        check_shapes(tokens, node_labels, trees)
         B, n = tokens.shape
         m = trees.node_height.shape[1]
         d = self.d_model

@@ -85,7 +85,7 @@ def attention_share(
     NaN when the batch has no query of its type. Queries with no mass on real keys are
     left out too.
 
-    For ``HierarchicalSelfAttention`` weights over [nodes; leaves]::
+    For ``HierarchicalAttention`` weights over [nodes; leaves]::
 
         node_mask = torch.cat([torch.ones_like(node_pad), torch.zeros_like(leaf_pad)], 1)
         pad_mask = torch.cat([node_pad, leaf_pad], 1)
