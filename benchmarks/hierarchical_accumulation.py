@@ -361,6 +361,53 @@ def target_lines(rows: list[dict], n: int = 512) -> list[str]:
     return lines
 
 
+def add_run_arguments(
+    parser: argparse.ArgumentParser, outputs: str, case_seconds: float, quick: str
+) -> None:
+    """Options both benchmarks take: repeats, device, threads, seed, output, --quick."""
+    parser.add_argument(
+        "--repeats", type=int, default=10, help="most timed repeats per case (default 10)"
+    )
+    parser.add_argument(
+        "--case-seconds",
+        type=float,
+        default=case_seconds,
+        help=f"rough time budget per timed case; slow cases get fewer repeats ({case_seconds:g})",
+    )
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output folder for {outputs} (default runs/benchmarks; runs/benchmarks/quick "
+        "with --quick)",
+    )
+    parser.add_argument("--quick", action="store_true", help=f"{quick}, 1 repeat: a smoke run")
+
+
+def finish_run_arguments(
+    args: argparse.Namespace, quick_sizes: list[int], quick_batch: int
+) -> argparse.Namespace:
+    if args.out is None:
+        # A smoke run must not overwrite the results of a full one.
+        args.out = Path("runs/benchmarks/quick" if args.quick else "runs/benchmarks")
+    if args.quick:
+        args.sizes, args.batch, args.repeats, args.case_seconds = quick_sizes, quick_batch, 1, 0.0
+    return args
+
+
+def start_device(args: argparse.Namespace) -> torch.device | None:
+    """The device to time on (None, with a message, when CUDA is asked for but absent)."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda but CUDA is not available", file=sys.stderr)
+        return None
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    return torch.device(args.device)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.hierarchical_accumulation",
@@ -383,52 +430,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=8, help="trees per batch (default 8)")
     parser.add_argument("--d", type=int, default=64, help="model width d (default 64)")
     parser.add_argument(
-        "--repeats", type=int, default=10, help="most timed repeats per case (default 10)"
-    )
-    parser.add_argument(
-        "--case-seconds",
-        type=float,
-        default=20.0,
-        help="rough time budget per timed case; slow cases get fewer repeats (default 20)",
-    )
-    parser.add_argument(
         "--max-dense-gib",
         type=float,
         default=12.0,
         help="skip dense when its estimated peak exceeds this many GiB (default 12)",
     )
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=(
-            "output folder for hierarchical_accumulation.{json,md} "
-            "(default runs/benchmarks; runs/benchmarks/quick with --quick)"
-        ),
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="n = 16, 32, batch 2, 1 repeat: a smoke run"
-    )
-    args = parser.parse_args(argv)
-    if args.out is None:
-        # A smoke run must not overwrite the results of a full one.
-        args.out = Path("runs/benchmarks/quick" if args.quick else "runs/benchmarks")
-    if args.quick:
-        args.sizes, args.batch, args.repeats, args.case_seconds = [16, 32], 2, 1, 0.0
-    return args
+    add_run_arguments(parser, "hierarchical_accumulation.{json,md}", 20.0, "n = 16, 32, batch 2")
+    return finish_run_arguments(parser.parse_args(argv), quick_sizes=[16, 32], quick_batch=2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda but CUDA is not available", file=sys.stderr)
+    device = start_device(args)
+    if device is None:
         return 2
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
     info = machine_info(device)
     print(f"machine: {machine_line(info)}; B={args.batch}, d={args.d}, float32", flush=True)
     print(" | ".join(HEADERS), flush=True)

@@ -41,10 +41,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchmarks.hierarchical_accumulation import (
+    add_run_arguments,
+    finish_run_arguments,
     machine_info,
     machine_line,
     markdown_table,
     median_ms,
+    start_device,
     tree_batch,
 )
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
@@ -207,45 +210,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dropout", type=float, default=0.1, help="dropout (0.1)")
     parser.add_argument("--vocab", type=int, default=1000, help="word vocabulary size (1000)")
     parser.add_argument("--classes", type=int, default=5, help="output classes (5)")
-    parser.add_argument("--repeats", type=int, default=10, help="most timed steps per case")
-    parser.add_argument(
-        "--case-seconds",
-        type=float,
-        default=15.0,
-        help="rough time budget per case; slow cases get fewer repeats, at least 3 (15)",
-    )
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=(
-            "output folder for step_time.{json,md,png} "
-            "(default runs/benchmarks; runs/benchmarks/quick with --quick)"
-        ),
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="n = 8, 16, batch 4, 1 repeat: a smoke run"
-    )
-    args = parser.parse_args(argv)
-    if args.out is None:
-        # A smoke run must not overwrite the results of a full one.
-        args.out = Path("runs/benchmarks/quick" if args.quick else "runs/benchmarks")
-    if args.quick:
-        args.sizes, args.batch, args.repeats, args.case_seconds = [8, 16], 4, 1, 0.0
-    return args
+    add_run_arguments(parser, "step_time.{json,md,png}", 15.0, "n = 8, 16, batch 4")
+    return finish_run_arguments(parser.parse_args(argv), quick_sizes=[8, 16], quick_batch=4)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda but CUDA is not available", file=sys.stderr)
+    device = start_device(args)
+    if device is None:
         return 2
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
     info = machine_info(device)
     print(f"machine: {machine_line(info)}; batch {args.batch}, d={args.d}", flush=True)
 

@@ -144,7 +144,33 @@ def check_tree_size(trees: TreeTensors, max_depth: int, max_width: int) -> None:
         )
 
 
-class HierarchicalAttention(nn.Module):
+class _TreeAttention(nn.Module):
+    """Projections and the accumulation shared by tree self- and cross-attention."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_width: int = 512,
+        hierarchical_embeddings: bool = True,
+    ) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.accumulate = HierarchicalAccumulation(
+            d_model, max_depth, max_width, hierarchical_embeddings
+        )
+
+
+class HierarchicalAttention(_TreeAttention):
     """Encoder self-attention of leaves and nodes (Eqs. 12-20), multi-head.
 
     Queries and keys are the projected nodes and leaves; the values of the leaves are their
@@ -164,19 +190,8 @@ class HierarchicalAttention(nn.Module):
         hierarchical_embeddings: bool = True,
         subtree_mask: bool = True,
     ) -> None:
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.n_heads = n_heads
+        super().__init__(d_model, n_heads, dropout, max_depth, max_width, hierarchical_embeddings)
         self.subtree_mask = subtree_mask
-        self.dropout = dropout
-        self.query = nn.Linear(d_model, d_model)
-        self.key = nn.Linear(d_model, d_model)
-        self.value = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.accumulate = HierarchicalAccumulation(
-            d_model, max_depth, max_width, hierarchical_embeddings
-        )
 
     def forward(
         self,
@@ -224,32 +239,10 @@ class HierarchicalAttention(nn.Module):
         return out[:, m:], out[:, :m]
 
 
-class TreeCrossAttention(nn.Module):
+class TreeCrossAttention(_TreeAttention):
     """Decoder-to-tree attention (Eqs. 21-24): target queries (B, t, d) attend to the
     source tree's nodes and leaves, node values accumulated as in the encoder, no subtree
-    mask. ``query_pad_mask`` is not needed: padded queries only give outputs to ignore."""
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        dropout: float,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        max_width: int = 512,
-        hierarchical_embeddings: bool = True,
-    ) -> None:
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.n_heads = n_heads
-        self.dropout = dropout
-        self.query = nn.Linear(d_model, d_model)
-        self.key = nn.Linear(d_model, d_model)
-        self.value = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.accumulate = HierarchicalAccumulation(
-            d_model, max_depth, max_width, hierarchical_embeddings
-        )
+    mask. Padded queries need no mask: their outputs are to be ignored."""
 
     def forward(
         self, queries: torch.Tensor, leaves: torch.Tensor, nodes: torch.Tensor, trees: TreeTensors

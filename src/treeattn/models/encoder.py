@@ -22,6 +22,14 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     return table
 
 
+def init_embedding(table: nn.Embedding, d_model: int) -> None:
+    """Std d^-1/2, so that the scaled embedding (x sqrt(d), Vaswani et al. §3.4) has unit
+    scale like the position encodings instead of drowning them; padding (row 0) zero."""
+    nn.init.normal_(table.weight, std=d_model**-0.5)
+    with torch.no_grad():
+        table.weight[0].zero_()
+
+
 class EncoderLayer(nn.Module):
     """x + attn(LN(x)), then x + FFN(LN(x)) (pre-LN, Xiong et al. 2020)."""
 
@@ -66,11 +74,7 @@ class TransformerEncoder(nn.Module):
         self.d_model = d_model
         self.max_length = max_length
         self.embed = nn.Embedding(vocab_size, d_model, padding_idx=0)
-        # Std d^-1/2, so that the scaled embedding (x sqrt(d), Vaswani et al. §3.4) has unit
-        # scale like the position encodings instead of drowning them.
-        nn.init.normal_(self.embed.weight, std=d_model**-0.5)
-        with torch.no_grad():
-            self.embed.weight[0].zero_()
+        init_embedding(self.embed, d_model)
         if positions == "sinusoidal":
             self.register_buffer(
                 "position_table", sinusoidal_positions(max_length, d_model), persistent=False

@@ -13,7 +13,7 @@ from treeattn.attention.hierarchical import (
     tree_attention_allowed,
 )
 from treeattn.data.tree_tensors import TreeTensors, check_shapes
-from treeattn.models.encoder import sinusoidal_positions
+from treeattn.models.encoder import init_embedding, sinusoidal_positions
 
 
 class PostNorm(nn.Module):
@@ -81,9 +81,7 @@ class HierarchicalEncoder(nn.Module):
         self.embed = nn.Embedding(vocab_size, d_model, padding_idx=0)
         self.node_embed = nn.Embedding(node_vocab_size, d_model, padding_idx=0)
         for table in (self.embed, self.node_embed):
-            nn.init.normal_(table.weight, std=d_model**-0.5)
-            with torch.no_grad():
-                table.weight[0].zero_()
+            init_embedding(table, d_model)
         self.register_buffer(
             "position_table", sinusoidal_positions(max_length, d_model), persistent=False
         )

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.data.tree_tensors import TreeTensors, check_shapes
+from treeattn.models.encoder import init_embedding
 
 
 class TreeLSTMEncoder(nn.Module):
@@ -35,9 +36,7 @@ class TreeLSTMEncoder(nn.Module):
         self.d_model = d_model
         self.max_length = max_length
         self.embed = nn.Embedding(vocab_size, d_model, padding_idx=0)
-        nn.init.normal_(self.embed.weight, std=d_model**-0.5)
-        with torch.no_grad():
-            self.embed.weight[0].zero_()
+        init_embedding(self.embed, d_model)
         self.leaf_gates = nn.Linear(d_model, 3 * d_model)  # i, o, u from the word
         self.node_gates = nn.Linear(2 * d_model, 5 * d_model)  # i, f_l, f_r, o, u from h_l, h_r
         self.dropout = nn.Dropout(dropout)
