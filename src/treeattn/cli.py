@@ -194,9 +194,11 @@ def _attention(args: argparse.Namespace) -> int:
     from treeattn.engine.analysis import attention_shares, draw_sentence, load_hierarchical
 
     saved = load_hierarchical(args.checkpoint)
-    for kind, path in draw_sentence(saved, args.data, args.sentence, args.out, args.layer).items():
+    examples, where = saved.examples(args.data)  # read once for both
+    drawn = draw_sentence(saved, examples, where, args.sentence, args.out, args.layer)
+    for kind, path in drawn.items():
         print(f"{kind:<10} {path}")
-    shares = attention_shares(saved, args.data)
+    shares = attention_shares(saved, examples, where)
     print(f"\nattention share (%) over {shares['data']}, {shares['sentences']} sentences")
     print(f"{'query':<6} {'to nodes':>9} {'to leaves':>10}")
     for kind in ("node", "leaf"):

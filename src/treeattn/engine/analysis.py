@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from treeattn.data.batching import bucket_batches
+from treeattn.engine.datasets import LabeledSentence
 from treeattn.engine.evaluation import SavedModel, load_model
 from treeattn.trees.lnr import to_lnr
 from treeattn.viz.attention import SHARE_KEYS, attention_share, plot_attention
@@ -20,7 +21,9 @@ def _weights(saved: SavedModel, batch) -> list[torch.Tensor]:
     """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves]."""
     encoder = saved.model.encoder
     context = batch.context
-    _, _, weights = encoder(batch.tokens, context["node_labels"], context["trees"], True)
+    _, _, weights = encoder(
+        batch.tokens, context["node_labels"], context["trees"], return_weights=True
+    )
     return weights
 
 
@@ -35,10 +38,11 @@ def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> SavedMode
 
 
 @torch.no_grad()
-def attention_shares(saved: SavedModel, data: str) -> dict[str, Any]:
+def attention_shares(
+    saved: SavedModel, examples: list[LabeledSentence], where: str
+) -> dict[str, Any]:
     """Mean percentage of attention from leaf and node queries to node and leaf keys, over
-    every layer, head and real query of ``data`` (a split name or a file)."""
-    examples, where = saved.examples(data)
+    every layer, head and real query of ``examples`` (from ``saved.examples``)."""
     encoded = saved.encode(examples, where)
     totals = dict.fromkeys(SHARE_KEYS, 0.0)
     counts = {"leaf": 0, "node": 0}
@@ -63,11 +67,15 @@ def attention_shares(saved: SavedModel, data: str) -> dict[str, Any]:
 
 @torch.no_grad()
 def draw_sentence(
-    saved: SavedModel, data: str, index: int, out: str | Path, layer: int = -1
+    saved: SavedModel,
+    examples: list[LabeledSentence],
+    where: str,
+    index: int,
+    out: str | Path,
+    layer: int = -1,
 ) -> dict[str, Path]:
-    """Sentence ``index`` (from 1) of ``data``: its tree, and the attention map of
+    """Sentence ``index`` (from 1) of ``examples``: its tree, and the attention map of
     ``layer`` (averaged over heads) over [nodes; leaves], as PNGs in ``out``."""
-    examples, where = saved.examples(data)
     if not 1 <= index <= len(examples):
         raise ValueError(f"{where}: sentence {index} does not exist (1-{len(examples)})")
     example = examples[index - 1]
