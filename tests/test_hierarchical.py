@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.hierarchical_reference import dense_accumulation, literal_accumulation
-from tests.strategies import left_branching, right_branching, trees
+from tests.strategies import DEEP, left_branching, right_branching, trees
 from treeattn.attention.hierarchical import (
     HierarchicalAccumulation,
     HierarchicalAttention,
@@ -299,6 +299,8 @@ def test_subword_pieces_form_a_subtree_under_their_word():
         Tree.parse("(S walking on)"), lambda w: [w[:3], w[3:]] if len(w) > 4 else [w]
     )
     assert bare == Tree.parse("(S (WORD wal king) on)")
+    deep = split_subwords(right_branching(DEEP), lambda w: [w[:1], w[1:]])  # no recursion
+    assert deep.leaves()[:4] == ["w", "0", "w", "1"]
 
 
 def test_several_sentences_in_one_input_are_separate_trees():
@@ -314,7 +316,7 @@ def test_leaves_that_do_not_match_the_tokens_are_an_error():
     tree = Tree.parse("(S (NP the cat) sat)")
     with pytest.raises(ValueError, match=r"sst.txt:3: .*leaf 2 is 'cat' but token 2 is 'dog'"):
         encode_tree(tree, tokens=["the", "dog", "sat"], where="sst.txt:3")
-    with pytest.raises(ValueError, match="3 leaves but there are 2 tokens"):
+    with pytest.raises(ValueError, match="tree has 3 leaves but 2 tokens were given"):
         encode_tree(tree, tokens=["the", "cat"])
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from treeattn.trees.lnr import LNR, to_lnr
-from treeattn.trees.tree import Tree
+from treeattn.trees.tree import Tree, fold_tree
 
 
 @dataclass(frozen=True)
@@ -85,17 +85,11 @@ def encode_tree(
     trees: Tree | Sequence[Tree], tokens: Sequence[str] | None = None, where: str = "tree"
 ) -> tuple[LNR, TreeArrays]:
     """(L, N, R) and index arrays of a tree or forest; ``tokens``, when given, must be its
-    leaves (otherwise a ``ValueError`` naming ``where`` and the first mismatch)."""
-    lnr = to_lnr(trees)
-    if tokens is not None and list(tokens) != list(lnr.leaves):
-        got, want = list(lnr.leaves), list(tokens)
-        i = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), None)
-        detail = (
-            f"leaf {i + 1} is {got[i]!r} but token {i + 1} is {want[i]!r}"
-            if i is not None
-            else f"the tree has {len(got)} leaves but there are {len(want)} tokens"
-        )
-        raise ValueError(f"{where}: the tree's leaves do not match the tokens: {detail}")
+    leaves (otherwise a ``FormatError`` naming ``where`` and the first mismatch)."""
+    forest = [trees] if isinstance(trees, Tree) else list(trees)
+    if tokens is not None and forest:
+        Tree("", forest).check_leaves(tokens, where)  # a forest's leaves, one after another
+    lnr = to_lnr(forest)
     return lnr, tree_arrays(lnr)
 
 
@@ -104,25 +98,22 @@ def split_subwords(tree: Tree, pieces: Callable[[str], Sequence[str]], label: st
     the word (§5.1): a pre-terminal becomes a node over the pieces; a word directly under a
     phrase gets a new node ``label`` over them. One-piece words stay leaves."""
 
-    def rebuild(node: Tree) -> Tree:
-        if node.is_preterminal():
-            return Tree(node.label, _split(node.children[0]))
-        kids: list[Tree | str] = []
-        for child in node.children:
-            if isinstance(child, Tree):
-                kids.append(rebuild(child))
-            else:
-                parts = _split(child)
-                kids.append(parts[0] if len(parts) == 1 else Tree(label, parts))
-        return Tree(node.label, kids)
-
-    def _split(word: str) -> list[str]:
+    def split(word: str) -> list[str]:
         parts = list(pieces(word))
         if not parts or any(not p for p in parts):
             raise ValueError(f"subword split of {word!r} gave an empty piece: {parts!r}")
         return parts
 
-    return rebuild(tree)
+    def rebuild(node: Tree, kids: list) -> Tree:
+        # ``kids`` holds each word's pieces (a list) and each phrase rebuilt (a Tree).
+        if node.is_preterminal():
+            return Tree(node.label, kids[0])
+        return Tree(
+            node.label,
+            [k if isinstance(k, Tree) else k[0] if len(k) == 1 else Tree(label, k) for k in kids],
+        )
+
+    return fold_tree(tree, rebuild, leaf=split)  # no recursion: deep trees are fine
 
 
 @dataclass
