@@ -12,7 +12,8 @@ DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.
 
 Train and evaluate Transformer encoders whose attention mechanism is chosen by name
-(and tree encoders: hierarchical accumulation, Tree-LSTM),
+(and tree encoders: hierarchical accumulation, Tree-LSTM), look at what they learned
+(attention maps, latent trees),
 read and score parse trees, and run the built-in ListOps demo.
 """
 
@@ -22,6 +23,7 @@ examples:
   treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/sst5-s2
   treeattn evaluate runs/sst5-s2/best.pt test
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
+  treeattn latent-trees runs/sst5-structured/best.pt test
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
   treeattn show data/sst/dev.txt --limit 2
@@ -206,6 +208,54 @@ def _attention(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_latent_trees(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "latent-trees",
+        help="a structured model's latent dependency trees: depth, non-projective share",
+        description="For a trained structured-attention model: decode every sentence's best "
+        "latent tree in each layer and head (Chu-Liu-Edmonds) and print their mean depth and "
+        "share of non-projective trees. --compare adds the same figures for the trees of a "
+        "CoNLL-U file (e.g. a treebank's gold trees); --conllu writes the latent trees.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a structured model")
+    p.add_argument("data", nargs="?", default="test", help="split name or file (default: test)")
+    p.add_argument("--compare", metavar="CONLLU", help="CoNLL-U file whose trees to describe too")
+    p.add_argument(
+        "--conllu", metavar="OUT", help="write the last layer's first-head trees as CoNLL-U"
+    )
+    p.set_defaults(run=_latent_trees)
+
+
+def _latent_trees(args: argparse.Namespace) -> int:
+    from treeattn.engine.latent_trees import latent_trees, load_structured, tree_statistics
+    from treeattn.trees.dependency import DependencyTree, read_conllu, write_conllu
+
+    saved = load_structured(args.checkpoint)
+    examples, where = saved.examples(args.data)
+    trees = latent_trees(saved, examples, where)
+    rows = [
+        (f"layer {layer} head {head}", tree_statistics(heads))
+        for layer, per_head in enumerate(trees, start=1)
+        for head, heads in enumerate(per_head, start=1)
+    ]
+    if args.compare:
+        gold = read_conllu(args.compare, single_root=False)
+        rows.append((Path(args.compare).name, tree_statistics([t.heads for t in gold])))
+    print(f"latent trees of {where}, {len(examples)} sentences")
+    print(f"{'trees':<24} {'count':>6} {'length':>7} {'depth':>6} {'non-proj %':>11}")
+    for name, row in rows:
+        print(
+            f"{name:<24} {row['trees']:>6} {row['mean_length']:>7.1f} "
+            f"{row['mean_depth']:>6.2f} {row['non_projective']:>11.1f}"
+        )
+    if args.conllu:
+        last = trees[-1][0]
+        written = [DependencyTree(ex.tokens, h) for ex, h in zip(examples, last, strict=True)]
+        write_conllu(args.conllu, written)
+        print(f"\nwritten to {args.conllu}")
+    return 0
+
+
 def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
@@ -240,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_evaluate,
         _add_report,
         _add_attention,
+        _add_latent_trees,
         _add_evalb,
         _add_show,
         _add_demo,

@@ -6,6 +6,12 @@ import torch
 from torch import nn
 
 
+def masked_mean(states: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+    """(B, n, d) states averaged over the real positions of ``pad_mask`` (B, n) -> (B, d)."""
+    keep = (~pad_mask).unsqueeze(-1).to(states.dtype)
+    return (states * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+
+
 class SentenceClassifier(nn.Module):
     """Logits (B, classes) from token ids (B, n).
 
@@ -30,8 +36,7 @@ class SentenceClassifier(nn.Module):
         if self.pooling == "first":
             pooled = states[:, 0]
         else:
-            keep = (~pad_mask).unsqueeze(-1).to(states.dtype)
-            pooled = (states * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+            pooled = masked_mean(states, pad_mask)
         return self.head(self.dropout(pooled))
 
 
@@ -70,6 +75,5 @@ class TreeClassifier(nn.Module):
         if self.pooling == "root":
             pooled = nodes[:, 0]
         else:
-            keep = (~trees.node_pad_mask).unsqueeze(-1).to(nodes.dtype)
-            pooled = (nodes * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+            pooled = masked_mean(nodes, trees.node_pad_mask)
         return self.head(self.dropout(pooled))

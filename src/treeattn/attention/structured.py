@@ -1,0 +1,123 @@
+"""Structured attention: attention weights are the marginals of a latent dependency tree.
+
+Liu & Lapata (TACL 2018), "Learning structured text representations": each state is split
+into a semantic part e and a structure part d; arc scores come from d, the marginals of
+the latent tree from the matrix-tree theorem (non-projective), and every word gathers a
+parent context (its expected head, or a learned root vector) and a child context (its
+expected dependents) from e. The projective variant takes Eisner's inside-outside marginals
+instead (Kim et al., ICLR 2017). Each head has its own latent tree; one head is the paper.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from treeattn.attention.registry import register_attention
+from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.structs.eisner import Eisner
+from treeattn.structs.matrix_tree import MatrixTree
+
+STRUCTURES = {"nonprojective": MatrixTree, "projective": Eisner}
+
+
+def lengths_from_pad_mask(pad_mask: torch.Tensor) -> torch.Tensor:
+    """(B,) number of real positions; padding must come after every real position."""
+    lengths = (~pad_mask).sum(1)
+    positions = torch.arange(pad_mask.shape[1], device=pad_mask.device)
+    if not torch.equal(pad_mask, positions[None, :] >= lengths[:, None]):
+        raise ValueError("structured attention needs padding at the end of each sequence")
+    if (lengths == 0).any():
+        raise ValueError("structured attention got a sequence with no real position")
+    return lengths
+
+
+def arc_marginals(scores: torch.Tensor, lengths: torch.Tensor, structure: str) -> torch.Tensor:
+    """Marginals (B, H, n+1, n+1) of the latent trees scored by ``scores`` (same shape;
+    row 0 is the root), one tree per head; padding gets zero marginals."""
+    if structure not in STRUCTURES:
+        known = ", ".join(STRUCTURES)
+        raise ValueError(f"structure must be one of {known}, not {structure!r}")
+    b, h, size, _ = scores.shape
+    flat = STRUCTURES[structure](scores.reshape(b * h, size, size), lengths.repeat_interleave(h))
+    return flat.marginals.view(b, h, size, size)
+
+
+def tree_contexts(
+    values: torch.Tensor, marginals: torch.Tensor, root_value: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Parent and child contexts, each (B, H, n, d_h), from semantic values (B, H, n, d_h),
+    arc marginals (B, H, n+1, n+1) and the root's value (H, d_h).
+
+    p_i = sum_k a_ki e_k + a_i^r e_root (the expected parent); c_i = sum_k a_ik e_k (the
+    expected children).
+    """
+    arcs = marginals[..., 1:, 1:]  # arcs[k, i]: k is the head of i
+    root = marginals[..., 0, 1:]  # root[i]: i hangs from the root
+    parent = arcs.transpose(-1, -2) @ values + root[..., None] * root_value[:, None, :]
+    return parent, arcs @ values
+
+
+class ArcScorer(nn.Module):
+    """Arc and root scores of each head's latent tree from its structure part (B, H, n, d_h).
+
+    t_p = tanh(W_p d_i), t_c = tanh(W_c d_j), f_ij = t_p^T W_a t_c, f_i^r = W_r d_i. Returns
+    (B, H, n+1, n+1): row 0 holds the root scores, rows 1..n the arc scores (head, dependent).
+    A forward hook on this module sees the scores of every latent tree (see ``analysis``).
+    """
+
+    def __init__(self, n_heads: int, d_head: int) -> None:
+        super().__init__()
+        scale = d_head**-0.5
+        self.parent = nn.Parameter(torch.randn(n_heads, d_head, d_head) * scale)  # W_p
+        self.child = nn.Parameter(torch.randn(n_heads, d_head, d_head) * scale)  # W_c
+        self.bilinear = nn.Parameter(torch.randn(n_heads, d_head, d_head) * scale)  # W_a
+        self.root = nn.Parameter(torch.randn(n_heads, d_head) * scale)  # W_r
+
+    def forward(self, structure: torch.Tensor) -> torch.Tensor:
+        as_parent = torch.tanh(torch.einsum("bhnd,hed->bhne", structure, self.parent))
+        as_child = torch.tanh(torch.einsum("bhnd,hed->bhne", structure, self.child))
+        arcs = torch.einsum("bhid,hde,bhje->bhij", as_parent, self.bilinear, as_child)
+        root = torch.einsum("bhnd,hd->bhn", structure, self.root)
+        # Column 0 (arcs into the root) and the diagonal are ignored by the structures.
+        top = F.pad(root, (1, 0))[:, :, None, :]
+        return torch.cat([top, F.pad(arcs, (1, 0))], dim=2)
+
+
+@register_attention("structured")
+class StructuredAttention(nn.Module):
+    """r_i = tanh(W [e_i; p_i; c_i]) with contexts weighted by latent-tree marginals.
+
+    ``structure`` is ``"nonprojective"`` (matrix-tree theorem, Liu & Lapata) or
+    ``"projective"`` (Eisner, Kim et al.). ``dropout`` drops marginals, as attention dropout.
+    """
+
+    def __init__(
+        self, d_model: int, n_heads: int, dropout: float = 0.0, structure: str = "nonprojective"
+    ) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if structure not in STRUCTURES:
+            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, not {structure!r}")
+        self.n_heads = n_heads
+        self.structure = structure
+        self.split = nn.Linear(d_model, 2 * d_model)  # [e; d] for every head
+        self.arc_scorer = ArcScorer(n_heads, d_model // n_heads)
+        self.root_value = nn.Parameter(torch.randn(n_heads, d_model // n_heads) * 0.02)
+        self.out = nn.Linear(3 * d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
+    ) -> torch.Tensor:
+        """x: (B, n, d); pad_mask: (B, n), True at padding (at the end). Returns (B, n, d)."""
+        lengths = lengths_from_pad_mask(pad_mask)
+        semantic, structure = self.split(x).chunk(2, dim=-1)
+        values = split_heads(semantic, self.n_heads)
+        scores = self.arc_scorer(split_heads(structure, self.n_heads))
+        marginals = self.dropout(arc_marginals(scores, lengths, self.structure))
+        parent, children = tree_contexts(values, marginals, self.root_value)
+        merged = [merge_heads(t) for t in (values, parent, children)]
+        return torch.tanh(self.out(torch.cat(merged, dim=-1)))

@@ -1,0 +1,108 @@
+"""The latent trees of a trained structured-attention model.
+
+Each layer and head of ``structured`` attention scores a dependency tree over every
+sentence; here each sentence's best tree is decoded (Chu-Liu-Edmonds, single root) and the
+trees are described as Liu & Lapata (2018, §6) describe theirs: how deep they are and how
+many are non-projective.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from treeattn.attention.structured import ArcScorer
+from treeattn.data.batching import bucket_batches
+from treeattn.engine.datasets import LabeledSentence
+from treeattn.engine.evaluation import SavedModel, load_model
+from treeattn.structs.mst import best_heads
+from treeattn.trees.dependency import DependencyTree
+
+
+def load_structured(checkpoint: str, device: str = "auto") -> SavedModel:
+    saved = load_model(checkpoint, device)
+    if saved.cfg.model.attention != "structured":
+        raise ValueError(
+            f"{checkpoint}: latent trees need a structured model, not {saved.cfg.model.attention!r}"
+        )
+    return saved
+
+
+def tree_depth(heads: Sequence[int]) -> int:
+    """Arcs on the longest path from the root to a word; ``heads[i]`` is word i+1's head
+    (0 = root), as in ``DependencyTree``. A word on the root has depth 1."""
+    parents = np.asarray([0, *heads])
+    depth = np.zeros(len(parents), dtype=np.int64)
+    node = np.arange(len(parents))
+    # Climb every word at once, one level per step: at most n steps for a chain.
+    while (node != 0).any():
+        climbing = node != 0
+        depth += climbing
+        node = np.where(climbing, parents[node], 0)
+    return int(depth.max())
+
+
+def tree_statistics(trees: Sequence[Sequence[int]]) -> dict[str, float]:
+    """Mean length, mean depth and percentage of non-projective trees among head lists."""
+    if not trees:
+        raise ValueError("no trees to describe")
+    projective = [DependencyTree(["_"] * len(h), h).is_projective() for h in trees]
+    return {
+        "trees": len(trees),
+        "mean_length": float(np.mean([len(h) for h in trees])),
+        "mean_depth": float(np.mean([tree_depth(h) for h in trees])),
+        "non_projective": 100.0 * (1 - float(np.mean(projective))),
+    }
+
+
+@torch.no_grad()
+def latent_trees(
+    saved: SavedModel, examples: list[LabeledSentence], where: str
+) -> list[list[list[list[int]]]]:
+    """``trees[layer][head][k]``: the heads of sentence k's best latent tree (``examples``
+    order), as ``DependencyTree.heads`` (0 = root)."""
+    scorers = [m for m in saved.model.modules() if isinstance(m, ArcScorer)]
+    if not scorers:
+        raise ValueError(f"{where}: the model has no structured attention layer")
+    captured: list[torch.Tensor] = []
+    hooks = [s.register_forward_hook(lambda _m, _i, out: captured.append(out)) for s in scorers]
+    encoded = saved.encode(examples, where)
+    n_heads = None
+    trees: list[list[list[list[int] | None]]] = []
+    try:
+        for indices in bucket_batches(
+            encoded.lengths, saved.cfg.train.eval_max_tokens, shuffle=False
+        ):
+            batch = encoded.batch(indices).to(saved.device)
+            captured.clear()
+            saved.model(batch.tokens, batch.pad_mask, batch.context)
+            lengths = (~batch.pad_mask).sum(1).cpu()
+            for layer, scores in enumerate(captured):
+                b, n_heads, size, _ = scores.shape
+                heads = best_heads(
+                    scores.reshape(b * n_heads, size, size), lengths.repeat_interleave(n_heads)
+                )
+                heads = heads.view(b, n_heads, size).tolist()
+                if len(trees) <= layer:
+                    trees.append([[None] * len(examples) for _ in range(n_heads)])
+                for row, k in enumerate(indices):
+                    for head in range(n_heads):
+                        trees[layer][head][k] = heads[row][head][1 : int(lengths[row]) + 1]
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return trees
+
+
+def latent_tree_table(
+    saved: SavedModel, examples: list[LabeledSentence], where: str
+) -> list[dict[str, Any]]:
+    """One row of ``tree_statistics`` per layer and head of the model."""
+    rows = []
+    for layer, per_head in enumerate(latent_trees(saved, examples, where), start=1):
+        for head, trees in enumerate(per_head, start=1):
+            rows.append({"layer": layer, "head": head, **tree_statistics(trees)})
+    return rows

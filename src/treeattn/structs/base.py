@@ -1,0 +1,121 @@
+"""One distribution API over tree structures: log partition, marginals, best tree.
+
+A structure's dynamic program is written once, over a *semiring* that says how to add
+(``logsumexp`` for the log partition, ``max`` for the best tree). Marginals are the gradient
+of log Z with respect to the scores, and the best tree is the gradient of the best score
+(Eisner 2016, "Inside-outside and forward-backward algorithms are just backprop"): no
+hand-written outside pass anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+
+class LogSemiring:
+    """Sums in log space: the inside pass gives log Z."""
+
+    @staticmethod
+    def sum(x: torch.Tensor, dim: int) -> torch.Tensor:
+        return torch.logsumexp(x, dim=dim)
+
+
+class MaxSemiring:
+    """Max instead of sum: the inside pass gives the best score (Viterbi).
+
+    ``max`` (not ``amax``) sends the whole gradient to one argument, so the gradient of the
+    best score is the 0/1 indicator of one best structure even when scores tie.
+    """
+
+    @staticmethod
+    def sum(x: torch.Tensor, dim: int) -> torch.Tensor:
+        return x.max(dim=dim).values
+
+
+Semiring = type[LogSemiring] | type[MaxSemiring]
+
+
+def check_lengths(scores: torch.Tensor, lengths: torch.Tensor | None, n: int) -> torch.Tensor:
+    """(B,) long lengths, each in 1..n; ``None`` means every item is ``n`` long."""
+    batch = scores.shape[0]
+    if lengths is None:
+        return torch.full((batch,), n, dtype=torch.long, device=scores.device)
+    lengths = torch.as_tensor(lengths, device=scores.device).long()
+    if lengths.shape != (batch,):
+        raise ValueError(f"lengths of shape {tuple(lengths.shape)} for a batch of {batch}")
+    if batch and (lengths.min() < 1 or lengths.max() > n):
+        raise ValueError(f"lengths must lie in 1..{n}, got {lengths.tolist()}")
+    return lengths
+
+
+def check_finite(scores: torch.Tensor, name: str) -> None:
+    if torch.isnan(scores).any():
+        raise ValueError(f"{name} scores contain NaN")
+
+
+def gradient_of(
+    value: Callable[[torch.Tensor], torch.Tensor], scores: torch.Tensor
+) -> torch.Tensor:
+    """d value(scores).sum() / d scores, itself differentiable when ``scores`` needs grad.
+
+    When the scores are part of a graph (training), the result keeps that graph
+    (``create_graph``), so a loss on marginals trains the scores; otherwise it is computed
+    on a detached copy and carries no graph.
+    """
+    if scores.requires_grad and torch.is_grad_enabled():
+        (grad,) = torch.autograd.grad(value(scores).sum(), scores, create_graph=True)
+        return grad
+    with torch.enable_grad():
+        leaf = scores.detach().requires_grad_()
+        (grad,) = torch.autograd.grad(value(leaf).sum(), leaf)
+    return grad
+
+
+class TreeDistribution:
+    """Scores over the parts of a tree structure, batched over items of different lengths.
+
+    Subclasses give ``_inside(scores, semiring) -> (B,)``; everything else follows from it.
+    ``scores`` has the batch first; ``lengths`` (B,) counts each item's words (positions past
+    it are padding: they get zero marginals and never change the real positions' results).
+    """
+
+    def __init__(self, scores: torch.Tensor, lengths: torch.Tensor | None = None) -> None:
+        check_finite(scores, type(self).__name__)
+        self.scores = scores
+        self.lengths = check_lengths(scores, lengths, self._max_length(scores))
+
+    def _max_length(self, scores: torch.Tensor) -> int:
+        raise NotImplementedError
+
+    def _inside(self, scores: torch.Tensor, semiring: Semiring) -> torch.Tensor:
+        raise NotImplementedError
+
+    @property
+    def log_partition(self) -> torch.Tensor:
+        """(B,) log of the sum over trees of exp(tree score)."""
+        return self._inside(self.scores, LogSemiring)
+
+    @property
+    def marginals(self) -> torch.Tensor:
+        """Each part's probability of being in the tree; the shape of ``scores``."""
+        return gradient_of(lambda s: self._inside(s, LogSemiring), self.scores)
+
+    @property
+    def max(self) -> torch.Tensor:
+        """(B,) the best tree's score."""
+        return self._inside(self.scores, MaxSemiring)
+
+    @property
+    def argmax(self) -> torch.Tensor:
+        """The best tree as a 0/1 tensor of its parts, the shape of ``scores``."""
+        return gradient_of(lambda s: self._inside(s, MaxSemiring), self.scores.detach())
+
+    def score(self, parts: torch.Tensor) -> torch.Tensor:
+        """(B,) the score of given trees (0/1 part tensors the shape of ``scores``)."""
+        return (self.scores * parts).flatten(1).sum(1)
+
+    def log_prob(self, parts: torch.Tensor) -> torch.Tensor:
+        """(B,) log probability of given trees: their score minus log Z."""
+        return self.score(parts) - self.log_partition
