@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from benchmarks.hierarchical_accumulation import (
+from benchmarks.common import (
     add_run_arguments,
     finish_run_arguments,
     machine_info,

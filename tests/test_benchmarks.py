@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).parents[1]
 
 
-@pytest.mark.parametrize("script", ["hierarchical_accumulation", "step_time"])
+@pytest.mark.parametrize("script", ["hierarchical_accumulation", "step_time", "structs"])
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)

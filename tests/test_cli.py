@@ -12,7 +12,16 @@ def test_help_lists_every_command(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for command in ("train", "evaluate", "report", "attention", "evalb", "show", "demo"):
+    for command in (
+        "train",
+        "evaluate",
+        "report",
+        "attention",
+        "latent-trees",
+        "evalb",
+        "show",
+        "demo",
+    ):
         assert command in text
 
 

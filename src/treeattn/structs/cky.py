@@ -63,15 +63,24 @@ class CKY(TreeDistribution):
         both ordered by ``a``. The charts grow by concatenation, not in-place writes, so
         autograd (and double backward, for differentiable marginals) sees plain ops.
         """
-        n = scores.shape[1]
-        # Label reduction of the spans of one width: (B, L, n - w + 1) -> (B, n - w + 1).
-        # Only cells with i <= j are read, so the ignored ones get exactly zero gradient.
-        word_spans = semiring.sum(scores.diagonal(offset=0, dim1=1, dim2=2), dim=1)
+        batch, n = scores.shape[:2]
+        # Labels are reduced once, (B, n, n). Then ``by_width[w - 1][b, i]`` is the span of
+        # width ``w`` starting at word ``i``: one gather for all widths (i + w - 1 clamped
+        # past the end, never read), whose backward is one scatter, where a diagonal per
+        # width would zero-fill a full chart in the backward pass n times.
+        offsets = torch.arange(n, device=scores.device)
+        # Cells with i > j are never read; zeroed first so nothing there (-inf) reaches a
+        # gradient through the label reduction.
+        lower = offsets[:, None] > offsets[None, :]
+        spans = semiring.sum(scores.masked_fill(lower[None, :, :, None], 0.0), dim=-1)
+        span_end = (offsets[:, None] + offsets[None, :]).clamp(max=n - 1).expand(batch, n, n)
+        by_width = spans.gather(2, span_end).unbind(2)
+        word_spans = by_width[0]
         by_start = word_spans.unsqueeze(-1)
         by_end = word_spans.unsqueeze(-1)
         for width in range(2, n + 1):
             starts = n - width + 1
-            span_scores = semiring.sum(scores.diagonal(offset=width - 1, dim1=1, dim2=2), dim=1)
+            span_scores = by_width[width - 1][:, :starts]
             # Semiring product is + in both log and max space.
             splits = by_start[:, :starts] + by_end[:, width - 1 :]
             inside = span_scores + semiring.sum(splits, dim=-1)  # (B, starts)

@@ -1,0 +1,176 @@
+"""Helpers shared by the benchmark scripts: seeded random binary trees, machine
+information, timing (median wall time after a warm-up), Markdown tables and the options
+every script takes (``--repeats``, ``--case-seconds``, ``--device``, ``--threads``,
+``--seed``, ``--out``, ``--quick``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from treeattn.data.tree_tensors import TreeTensors, collate_trees, encode_tree
+from treeattn.trees.tree import Tree
+
+
+# ---------------------------------------------------------------- trees
+def binary_spans(n: int, rng: random.Random | None) -> list[tuple[str, int, int]]:
+    """Labeled spans of a binary tree over n >= 2 leaves: split at a random point when
+    ``rng`` is given, in the middle otherwise. A stack, not recursion, so any n works."""
+    if n < 2:
+        raise ValueError(f"a binary tree needs at least 2 leaves, not {n}")
+    spans, stack = [], [(0, n)]
+    while stack:
+        start, end = stack.pop()
+        if end - start < 2:
+            continue
+        spans.append(("X", start, end))
+        cut = rng.randint(start + 1, end - 1) if rng is not None else (start + end) // 2
+        stack.extend([(cut, end), (start, cut)])
+    return spans
+
+
+def binary_tree(n: int, shape: str, rng: random.Random) -> Tree:
+    """A binary tree over dummy words ``w0 .. w{n-1}``; ``shape`` is random or balanced."""
+    if shape not in ("random", "balanced"):
+        raise ValueError(f"shape must be 'random' or 'balanced', not {shape!r}")
+    words = [f"w{i}" for i in range(n)]
+    return Tree.from_spans(words, binary_spans(n, rng if shape == "random" else None))
+
+
+def tree_batch(n: int, batch: int, shape: str, rng: random.Random) -> TreeTensors:
+    return collate_trees([encode_tree(binary_tree(n, shape, rng))[1] for _ in range(batch)])
+
+
+# ---------------------------------------------------------------- machine, timing, output
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(device: torch.device) -> dict:
+    info = {
+        "cpu": cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "cpu_cores_usable": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": str(device),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
+
+
+def machine_line(info: dict) -> str:
+    where = info.get("gpu") or f"{info['cpu']}, {info['torch_threads']} thread(s)"
+    return f"{where}, torch {info['torch']}"
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def median_ms(
+    step: Callable[[], object],
+    device: torch.device,
+    max_repeats: int,
+    case_seconds: float,
+    min_repeats: int = 2,
+) -> tuple[float, int]:
+    """Median wall time (ms) of ``step`` after one warm-up, and the repeats used: as many
+    as fit in ``case_seconds`` judged by the warm-up, within [min_repeats, max_repeats]."""
+    synchronize(device)
+    begin = time.perf_counter()
+    step()  # warm-up: first-call allocations, kernel selection
+    synchronize(device)
+    warm = time.perf_counter() - begin
+    repeats = max(min(min_repeats, max_repeats), min(max_repeats, int(case_seconds / warm)))
+    times = []
+    for _ in range(repeats):
+        synchronize(device)
+        begin = time.perf_counter()
+        step()
+        synchronize(device)
+        times.append((time.perf_counter() - begin) * 1e3)
+    return statistics.median(times), repeats
+
+
+# ---------------------------------------------------------------- tables
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+# ---------------------------------------------------------------- options
+def add_run_arguments(
+    parser: argparse.ArgumentParser, outputs: str, case_seconds: float, quick: str
+) -> None:
+    """Options every benchmark takes: repeats, device, threads, seed, output, --quick."""
+    parser.add_argument(
+        "--repeats", type=int, default=10, help="most timed repeats per case (default 10)"
+    )
+    parser.add_argument(
+        "--case-seconds",
+        type=float,
+        default=case_seconds,
+        help=f"rough time budget per timed case; slow cases get fewer repeats ({case_seconds:g})",
+    )
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output folder for {outputs} (default runs/benchmarks; runs/benchmarks/quick "
+        "with --quick)",
+    )
+    parser.add_argument("--quick", action="store_true", help=f"{quick}, 1 repeat: a smoke run")
+
+
+def finish_run_arguments(
+    args: argparse.Namespace, quick_sizes: list[int], quick_batch: int
+) -> argparse.Namespace:
+    if args.out is None:
+        # A smoke run must not overwrite the results of a full one.
+        args.out = Path("runs/benchmarks/quick" if args.quick else "runs/benchmarks")
+    if args.quick:
+        args.sizes, args.batch, args.repeats, args.case_seconds = quick_sizes, quick_batch, 1, 0.0
+    return args
+
+
+def start_device(args: argparse.Namespace) -> torch.device | None:
+    """The device to time on (None, with a message, when CUDA is asked for but absent)."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda but CUDA is not available", file=sys.stderr)
+        return None
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    return torch.device(args.device)

@@ -1,0 +1,728 @@
+"""Our tree distributions (``treeattn.structs``) side by side with torch-struct and supar:
+time of log Z + marginals and of the best tree, and agreement of their outputs.
+
+Run from the repository root::
+
+    python -m benchmarks.structs            # full: batch 32, n = 20, 40, 80 words
+    python -m benchmarks.structs --quick    # smoke run, a few seconds
+
+torch-struct and supar are optional (``pip install -c <(echo torch==X) '.[bench]'``, see
+``benchmarks/README.md``); where one is not importable its columns read "not installed"
+and the rest still runs.
+
+Three structures, each on float32 random normal scores (seeded), a batch of ``--batch``
+items all of exactly n words (``lengths`` given explicitly, all equal to n, so no item is
+padded):
+
+- ``cky``: binary constituency trees with ``--labels`` labels per span. Ours ``CKY`` and
+  torch-struct's ``TreeCRF`` take the same (B, n, n, L) chart, span i..j inclusive.
+  supar's ``ConstituencyCRF`` has no labels and takes fencepost (B, n+1, n+1) span scores:
+  its timed step includes the reduction over labels (``logsumexp`` for log Z, ``max`` and a
+  per-span label ``argmax`` for the best tree) and the shift to fenceposts, so it computes
+  the same thing from the same (B, n, n, L) input.
+- ``eisner``: projective first-order dependency trees with a single root. Ours ``Eisner``
+  takes (B, n+1, n+1) ``[h, m]`` with position 0 the root; torch-struct's
+  ``DependencyCRF(multiroot=False)`` takes (B, n, n) ``[h, m]`` over words with the root's
+  arcs on the diagonal; supar's ``DependencyCRF(multiroot=False)`` takes (B, n+1, n+1)
+  ``[m, h]`` (dependent first).
+- ``matrix-tree``: non-projective single-root trees. Ours ``MatrixTree`` (argmax by
+  Chu-Liu-Edmonds), torch-struct's ``NonProjectiveDependencyCRF(multiroot=False)`` (no
+  argmax) and supar's ``MatrixTree(multiroot=False)`` (argmax by its ``mst``), same
+  conventions as for ``eisner``.
+
+Inputs are converted to each library's convention before timing. (a) "log Z + marginals"
+times the library's log partition on scores that require grad followed by
+``torch.autograd.grad(log Z.sum(), scores)``: the marginals, computed the same way for all
+three (the libraries' own ``.marginals`` are this gradient, taken with ``create_graph``).
+(b) "best tree" times the library's public ``argmax``, on scores that require grad as a
+model's would (torch-struct's ``DependencyCRF.argmax`` fails on scores that do not). Time
+is the median of up to ``--repeats`` calls after one warm-up (fewer for slow cases, about
+``--case-seconds``).
+
+Agreement: every library is run once more on the same scores in float64 and compared with
+ours: the largest absolute difference of log Z and of the marginals (over the parts that
+exist: spans i <= j and every label; arcs h -> m with m >= 1, h != m), mapped to our layout,
+and the number of items whose best tree equals ours (also on the float32 timing inputs).
+Results go to ``--out`` as ``structs.json`` and ``structs.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.common import (
+    add_run_arguments,
+    finish_run_arguments,
+    machine_info,
+    machine_line,
+    markdown_table,
+    median_ms,
+    start_device,
+)
+
+STRUCTURES = ("cky", "eisner", "matrix-tree")
+LIBRARIES = ("ours", "torch-struct", "supar")
+TOLERANCE = 1e-5
+NOT_INSTALLED = "not installed"
+EPS0 = "torch-struct, eps=0"  # agreement-only row (see torch_struct_eps0_row)
+
+# torch-struct's distributions do not define ``arg_constraints``; torch warns on each one.
+warnings.filterwarnings("ignore", message=".*does not define `arg_constraints`.*")
+# supar 1.1 pads its trees with list indexing, which torch deprecates.
+warnings.filterwarnings("ignore", message="Using a non-tuple sequence for multidimensional")
+
+
+class NotAvailable(Exception):
+    """A library lacks an operation (reported as "n/a" with the message as reason)."""
+
+
+# ---------------------------------------------------------------- libraries
+def import_library(name: str) -> tuple[object | None, str | None]:
+    """(module, None) or (None, why not)."""
+    module = {"ours": "treeattn.structs", "torch-struct": "torch_struct", "supar": "supar"}[name]
+    try:
+        return importlib.import_module(module), None
+    except ImportError as error:
+        if name == "ours":
+            return None, f"cannot import: {error}"
+        return None, NOT_INSTALLED
+
+
+def library_version(name: str) -> str | None:
+    dist = {"ours": "treeattn", "torch-struct": "torch-struct", "supar": "supar"}[name]
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def import_ours(structure: str):
+    """Our distribution class for ``structure`` (ImportError while it is missing)."""
+    if structure == "cky":
+        from treeattn.structs.cky import CKY
+
+        return CKY
+    if structure == "eisner":
+        from treeattn.structs.eisner import Eisner
+
+        return Eisner
+    from treeattn.structs.matrix_tree import MatrixTree
+
+    return MatrixTree
+
+
+# ---------------------------------------------------------------- conventions
+def upper_mask(n: int, device: torch.device) -> torch.Tensor:
+    """(n, n) True on cells i <= j: the spans that exist."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).triu()
+
+
+def arc_mask(n: int, device: torch.device) -> torch.Tensor:
+    """(n+1, n+1) True on arcs h -> m that exist: m >= 1, h != m."""
+    mask = ~torch.eye(n + 1, dtype=torch.bool, device=device)
+    mask[:, 0] = False
+    return mask
+
+
+def to_fenceposts(spans: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) inclusive spans [i, j] -> (B, n+1, n+1) fencepost spans (i, j + 1)."""
+    return F.pad(spans, (1, 0, 0, 1))
+
+
+def to_word_diagonal(scores: torch.Tensor) -> torch.Tensor:
+    """Ours (B, n+1, n+1) [h, m] -> torch-struct (B, n, n) [h-1, m-1], root arcs on the
+    diagonal."""
+    words = scores[:, 1:, 1:].clone()
+    words.diagonal(0, 1, 2).copy_(scores[:, 0, 1:])
+    return words
+
+
+def from_word_diagonal(words: torch.Tensor) -> torch.Tensor:
+    """torch-struct (B, n, n) arc values (root on the diagonal) -> ours (B, n+1, n+1)."""
+    batch, n, _ = words.shape
+    out = words.new_zeros(batch, n + 1, n + 1)
+    out[:, 1:, 1:] = words
+    out[:, 1:, 1:].diagonal(0, 1, 2).zero_()
+    out[:, 0, 1:] = words.diagonal(0, 1, 2)
+    return out
+
+
+def heads_from_parts(parts: torch.Tensor) -> torch.Tensor:
+    """(B, n+1, n+1) 0/1 arcs [h, m] -> (B, n) head of each word 1..n (-1 when a word has
+    not exactly one head)."""
+    arcs = parts.detach()[:, :, 1:] > 0.5
+    heads = arcs.float().argmax(1)
+    return torch.where(arcs.sum(1) == 1, heads, torch.full_like(heads, -1))
+
+
+def heads_from_word_diagonal(parts: torch.Tensor) -> torch.Tensor:
+    """torch-struct (B, n, n) 0/1 arcs, root on the diagonal -> (B, n) heads (0 = root)."""
+    return heads_from_parts(from_word_diagonal(parts.detach().to(torch.float64)))
+
+
+@dataclass
+class Solver:
+    """One library's way to run one structure.
+
+    ``prepare`` turns our scores into the library's input (outside the timed region);
+    ``log_partition(x, lengths)`` is (B,) and differentiable in ``x``; ``to_ours`` maps
+    the gradient (marginals) back to our layout; ``best`` is the timed best tree and
+    ``best_to_ours`` maps it to a comparable form (a 0/1 chart for CKY, heads otherwise).
+    """
+
+    prepare: Callable[[torch.Tensor], torch.Tensor]
+    log_partition: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    to_ours: Callable[[torch.Tensor], torch.Tensor]
+    best: Callable[[torch.Tensor, torch.Tensor], object]
+    best_to_ours: Callable[[object], torch.Tensor]
+    notes: list[str] = field(default_factory=list)
+
+
+def same(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def clone(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+def chart_bool(parts: torch.Tensor) -> torch.Tensor:
+    n = parts.shape[1]
+    return (parts.detach() > 0.5) & upper_mask(n, parts.device)[:, :, None]
+
+
+def supar_spans_to_chart(result: tuple[list, torch.Tensor], n_labels: int) -> torch.Tensor:
+    """supar's best spans (per item, fencepost ``[start, end]`` lists) and the best label
+    of each cell (B, n, n) -> our (B, n, n, L) boolean chart."""
+    spans, labels = result
+    batch, n, _ = labels.shape
+    chart = torch.zeros(batch, n, n, n_labels, dtype=torch.bool)
+    labels = labels.cpu()
+    for b, item in enumerate(spans):
+        for start, end in item:
+            chart[b, start, end - 1, labels[b, start, end - 1]] = True
+    return chart
+
+
+def make_solver(structure: str, library: str, module, n_labels: int) -> Solver:
+    """The ``Solver`` of ``library`` for ``structure``; raises ImportError when ours is
+    missing."""
+    if library == "ours":
+        cls = import_ours(structure)
+        to_best = chart_bool if structure == "cky" else heads_from_parts
+        return Solver(
+            clone,
+            lambda x, lengths: cls(x, lengths).log_partition,
+            same,
+            lambda x, lengths: cls(x, lengths).argmax,
+            to_best,
+        )
+    if library == "torch-struct":
+        ts = module
+        if structure == "cky":
+            return Solver(
+                clone,
+                lambda x, lengths: ts.TreeCRF(x, lengths=lengths).partition,
+                same,
+                lambda x, lengths: ts.TreeCRF(x, lengths=lengths).argmax,
+                chart_bool,
+                ["torch-struct: TreeCRF, (B, n, n, L) inclusive spans, as ours"],
+            )
+        if structure == "eisner":
+            return Solver(
+                to_word_diagonal,
+                lambda x, lengths: ts.DependencyCRF(x, lengths, multiroot=False).partition,
+                from_word_diagonal,
+                lambda x, lengths: ts.DependencyCRF(x, lengths, multiroot=False).argmax,
+                heads_from_word_diagonal,
+                [
+                    "torch-struct: DependencyCRF(multiroot=False), (B, n, n) [h, m] over "
+                    "words, root arcs on the diagonal"
+                ],
+            )
+
+        def no_argmax(x, lengths):
+            out = ts.NonProjectiveDependencyCRF(x, lengths, multiroot=False).argmax
+            if out is None:
+                raise NotAvailable(
+                    "torch-struct NonProjectiveDependencyCRF.argmax is not implemented "
+                    "(returns None)"
+                )
+            return out
+
+        return Solver(
+            to_word_diagonal,
+            lambda x, lengths: ts.NonProjectiveDependencyCRF(x, lengths, multiroot=False).partition,
+            from_word_diagonal,
+            no_argmax,
+            heads_from_word_diagonal,
+            [
+                "torch-struct: NonProjectiveDependencyCRF(multiroot=False), (B, n, n) [h, m], "
+                "root arcs on the diagonal; its Laplacian adds eps = 1e-5 to every exp(score), "
+                "which shifts log Z by about 1e-4; the row 'torch-struct, eps=0' calls its "
+                "torch_struct.deptree.deptree_part with eps=0 instead (agreement only)"
+            ],
+        )
+    # supar
+    structs = importlib.import_module("supar.structs")
+    if structure == "cky":
+
+        def supar_log_z(x, lengths):
+            return structs.ConstituencyCRF(to_fenceposts(x.logsumexp(-1)), lengths).log_partition
+
+        def supar_best(x, lengths):
+            spans = structs.ConstituencyCRF(to_fenceposts(x.amax(-1)), lengths).argmax
+            return spans, x.argmax(-1)
+
+        return Solver(
+            clone,
+            supar_log_z,
+            same,
+            supar_best,
+            lambda result: supar_spans_to_chart(result, n_labels),
+            [
+                "supar: ConstituencyCRF has no labels and takes fencepost (B, n+1, n+1) "
+                "spans: its timed steps include the label logsumexp (log Z) or max + "
+                "per-span argmax (best tree) and the shift to fenceposts"
+            ],
+        )
+    cls = structs.DependencyCRF if structure == "eisner" else structs.MatrixTree
+
+    def transpose(x: torch.Tensor) -> torch.Tensor:
+        return x.transpose(1, 2).contiguous()
+
+    notes = [f"supar: {cls.__name__}(multiroot=False), (B, n+1, n+1) [m, h] (dependent first)"]
+    if structure == "matrix-tree":
+        notes.append(
+            "supar: MatrixTree returns log Z in float32 (slogdet(...).float()) even for "
+            "float64 scores; its single-root argmax re-runs Chu-Liu-Edmonds once per root "
+            "of the unconstrained tree, which is not exact in general"
+        )
+    return Solver(
+        transpose,
+        lambda x, lengths: cls(x, lengths, multiroot=False).log_partition,
+        lambda grad: grad.transpose(1, 2),
+        lambda x, lengths: cls(x, lengths, multiroot=False).argmax,
+        lambda heads: heads[:, 1:],
+        notes,
+    )
+
+
+# ---------------------------------------------------------------- one case
+def random_scores(structure: str, n: int, args, device: torch.device) -> torch.Tensor:
+    """Seeded float64 normal scores in our layout, on ``device``."""
+    gen = torch.Generator().manual_seed(args.seed * 1000 + n * 10 + STRUCTURES.index(structure))
+    shape = (args.batch, n, n, args.labels) if structure == "cky" else (args.batch, n + 1, n + 1)
+    return torch.randn(*shape, generator=gen, dtype=torch.float64).to(device)
+
+
+def part_mask(structure: str, n: int, device: torch.device) -> torch.Tensor:
+    if structure == "cky":
+        return upper_mask(n, device)[None, :, :, None]
+    return arc_mask(n, device)[None]
+
+
+def marginals_of(solver: Solver, x: torch.Tensor, lengths: torch.Tensor):
+    log_z = solver.log_partition(x, lengths)
+    (grad,) = torch.autograd.grad(log_z.sum(), x)
+    return log_z.detach(), grad
+
+
+def short(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".splitlines()[0]
+    return text if len(text) < 160 else text[:157] + "..."
+
+
+def run_library(structure, n, library, solver, scores64, args, device, reference) -> dict:
+    """Timing and agreement of one library at one size. ``reference`` is ours (float64
+    log Z, marginals, best trees in float64 and float32), or None for ours itself."""
+    row: dict = {"structure": structure, "n": n, "library": library}
+    lengths = torch.full((args.batch,), n, dtype=torch.long, device=device)
+    scores32 = scores64.to(torch.float32)
+    results: dict = {}
+
+    # (a) log Z + marginals, float32.
+    try:
+        x = solver.prepare(scores32).detach().requires_grad_()
+        row["marginals_ms"], row["marginals_repeats"] = median_ms(
+            lambda: marginals_of(solver, x, lengths), device, args.repeats, args.case_seconds
+        )
+        row["marginals_status"] = "ok"
+    except Exception as error:  # a library failing must not end the run
+        row["marginals_ms"], row["marginals_status"] = None, f"error: {short(error)}"
+        traceback.print_exc()
+
+    # (b) best tree, float32 (its output also checked against ours).
+    try:
+        x = solver.prepare(scores32).detach().requires_grad_()
+        row["best_ms"], row["best_repeats"] = median_ms(
+            lambda: solver.best(x, lengths), device, args.repeats, args.case_seconds
+        )
+        row["best_status"] = "ok"
+        results["best32"] = solver.best_to_ours(solver.best(x, lengths))
+    except NotAvailable as reason:
+        row["best_ms"], row["best_status"] = None, f"n/a: {reason}"
+    except Exception as error:
+        row["best_ms"], row["best_status"] = None, f"error: {short(error)}"
+        traceback.print_exc()
+
+    # Agreement, float64.
+    mask = part_mask(structure, n, device)
+    try:
+        x = solver.prepare(scores64).detach().requires_grad_()
+        log_z, grad = marginals_of(solver, x, lengths)
+        results["log_z"] = log_z.to(torch.float64)
+        results["marginals"] = torch.where(mask, solver.to_ours(grad).to(torch.float64), 0.0)
+    except Exception as error:
+        row["check_error"] = short(error)
+        traceback.print_exc()
+    if row["best_status"] == "ok":
+        try:
+            x = solver.prepare(scores64).detach().requires_grad_()
+            results["best64"] = solver.best_to_ours(solver.best(x, lengths))
+        except Exception as error:
+            row["check_error"] = short(error)
+            traceback.print_exc()
+
+    if reference is None:
+        return {"row": row, "results": results}
+    for key in ("log_z", "marginals"):
+        both = key in results and key in reference
+        diff = (results[key] - reference[key]).abs().max().item() if both else None
+        row[f"max_abs_diff_{key}"] = diff
+    for key in ("best64", "best32"):
+        if key in results and key in reference:
+            ours, theirs = reference[key].cpu(), results[key].cpu()
+            same_items = (ours == theirs).flatten(1).all(1)
+            row[f"trees_identical_{key[-2:]}"] = int(same_items.sum())
+        else:
+            row[f"trees_identical_{key[-2:]}"] = None
+    return {"row": row, "results": results}
+
+
+def torch_struct_eps0_row(scores64, n, args, device, reference) -> dict | None:
+    """An agreement-only row: torch-struct's Matrix-Tree log Z with eps = 0 (its module
+    function ``deptree_part``), to show that the public API's differences come from its
+    eps, not from a convention."""
+    try:
+        from torch_struct.deptree import deptree_part
+    except ImportError:
+        return None
+    if "log_z" not in reference:
+        return None
+    lengths = torch.full((args.batch,), n, dtype=torch.long, device=device)
+    x = to_word_diagonal(scores64).detach().requires_grad_()
+    log_z = deptree_part(x, False, lengths, eps=0)
+    (grad,) = torch.autograd.grad(log_z.sum(), x)
+    marginals = torch.where(part_mask("matrix-tree", n, device), from_word_diagonal(grad), 0.0)
+    return {
+        "structure": "matrix-tree",
+        "n": n,
+        "library": EPS0,
+        "marginals_ms": None,
+        "best_ms": None,
+        "marginals_status": "agreement only",
+        "best_status": "n/a",
+        "max_abs_diff_log_z": (log_z.detach() - reference["log_z"]).abs().max().item(),
+        "max_abs_diff_marginals": (marginals - reference["marginals"]).abs().max().item(),
+    }
+
+
+# ---------------------------------------------------------------- tables
+def ms_cell(row: dict | None, key: str) -> str:
+    """Median ms, or a short status (its reason goes to the notes)."""
+    if row is None:
+        return "-"
+    if row.get(f"{key}_ms") is not None:
+        return f"{row[f'{key}_ms']:.2f}"
+    status = row.get(f"{key}_status", "-")
+    if status.startswith(("n/a", "error")):
+        return status.split(":", 1)[0]
+    return "unavailable" if status.startswith("cannot") else status
+
+
+def ratio(rows: dict, key: str) -> float | None:
+    ours = rows.get("ours", {}).get(f"{key}_ms")
+    theirs = [rows[lib].get(f"{key}_ms") for lib in LIBRARIES[1:] if lib in rows]
+    theirs = [t for t in theirs if t is not None]
+    return None if ours is None or not theirs else ours / min(theirs)
+
+
+TIME_HEADERS = [
+    "structure",
+    "n",
+    "logZ+marg ours ms",
+    "torch-struct",
+    "supar",
+    "ours/min",
+    "best tree ours ms",
+    "torch-struct",
+    "supar",
+    "ours/min",
+]
+
+CHECK_HEADERS = [
+    "structure",
+    "n",
+    "library",
+    "max abs diff log Z",
+    "max abs diff marginals",
+    f"agree at {TOLERANCE:g}",
+    "same best tree (f64)",
+    "same best tree (f32)",
+]
+
+
+def time_table(rows: list[dict], structures, sizes) -> list[list[str]]:
+    table = []
+    for structure in structures:
+        for n in sizes:
+            by_lib = {r["library"]: r for r in rows if r["structure"] == structure and r["n"] == n}
+            if not by_lib:
+                continue
+            cells = [structure, str(n)]
+            for key in ("marginals", "best"):
+                cells += [ms_cell(by_lib.get(lib), key) for lib in LIBRARIES]
+                r = ratio(by_lib, key)
+                cells.append("-" if r is None else f"{r:.2f}")
+            table.append(cells)
+    return table
+
+
+def check_table(rows: list[dict], batch: int) -> list[list[str]]:
+    table = []
+    for row in rows:
+        if row["library"] == "ours":
+            continue
+        if row.get("marginals_status") == NOT_INSTALLED:
+            continue  # said once in the notes
+        d_z, d_m = row.get("max_abs_diff_log_z"), row.get("max_abs_diff_marginals")
+        agree = (
+            "-" if d_z is None or d_m is None else ("yes" if max(d_z, d_m) <= TOLERANCE else "NO")
+        )
+
+        def trees(key: str, row: dict = row) -> str:
+            if row.get("best_status", "").startswith("n/a"):
+                return "n/a"
+            value = row.get(key)
+            return "-" if value is None else f"{value}/{batch}"
+
+        table.append(
+            [
+                row["structure"],
+                str(row["n"]),
+                row["library"],
+                "-" if d_z is None else f"{d_z:.1e}",
+                "-" if d_m is None else f"{d_m:.1e}",
+                agree,
+                trees("trees_identical_64"),
+                trees("trees_identical_32"),
+            ]
+        )
+    return table
+
+
+def status_notes(rows: list[dict]) -> list[str]:
+    """One line per distinct n/a or error reason."""
+    seen: dict[str, list[str]] = {}
+    for row in rows:
+        if row["library"] == EPS0:
+            continue
+        for key in ("marginals", "best"):
+            status = row.get(f"{key}_status", "")
+            if status.startswith(("n/a", "error", "cannot")):
+                where = f"{row['structure']} n={row['n']}"
+                seen.setdefault(f"{row['library']} ({key}): {status}", []).append(where)
+        if row.get("check_error"):
+            seen.setdefault(f"{row['library']} (check): {row['check_error']}", []).append(
+                f"{row['structure']} n={row['n']}"
+            )
+    return [f"{line} [{', '.join(dict.fromkeys(where))}]" for line, where in seen.items()]
+
+
+# ---------------------------------------------------------------- main
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.structs",
+        description=(
+            "log Z + marginals and best-tree time of treeattn.structs (CKY, Eisner, "
+            "MatrixTree) against torch-struct and supar where installed, with agreement of "
+            "their outputs. Run from the repository root."
+        ),
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 80], help="words n")
+    parser.add_argument(
+        "--structures", nargs="+", choices=STRUCTURES, default=list(STRUCTURES), help="what to run"
+    )
+    parser.add_argument("--batch", type=int, default=32, help="items per batch (32)")
+    parser.add_argument("--labels", type=int, default=26, help="CKY span labels (26)")
+    add_run_arguments(parser, "structs.{json,md}", 3.0, "n = 6, 10, batch 4")
+    return finish_run_arguments(parser.parse_args(argv), quick_sizes=[6, 10], quick_batch=4)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    device = start_device(args)
+    if device is None:
+        return 2
+    info = machine_info(device)
+    modules, missing = {}, {}
+    for library in LIBRARIES:
+        modules[library], why = import_library(library)
+        if why is not None:
+            missing[library] = why
+    versions = {lib: library_version(lib) for lib in LIBRARIES}
+    print(
+        f"machine: {machine_line(info)}; batch {args.batch}, float32 timing, float64 checks; "
+        + ", ".join(f"{lib} {versions[lib] or missing.get(lib, '?')}" for lib in LIBRARIES),
+        flush=True,
+    )
+
+    rows: list[dict] = []
+    notes: dict[str, None] = {}
+    extra: list[str] = []
+    begin = time.perf_counter()
+    for structure in args.structures:
+        solvers: dict[str, Solver | str] = {}
+        for library in LIBRARIES:
+            if library in missing:
+                solvers[library] = missing[library]
+                continue
+            try:
+                solvers[library] = make_solver(structure, library, modules[library], args.labels)
+                notes.update(dict.fromkeys(solvers[library].notes))
+            except ImportError as error:
+                solvers[library] = f"cannot import: {error}"
+        for n in args.sizes:
+            scores64 = random_scores(structure, n, args, device)
+            reference: dict = {}
+            for library in LIBRARIES:
+                solver = solvers[library]
+                if isinstance(solver, str):
+                    row = {"structure": structure, "n": n, "library": library}
+                    row["marginals_ms"] = row["best_ms"] = None
+                    row["marginals_status"] = row["best_status"] = solver
+                    rows.append(row)
+                    print(f"{structure:>11} n={n:<3} {library:>12}: {solver}", flush=True)
+                    continue
+                out = run_library(
+                    structure,
+                    n,
+                    library,
+                    solver,
+                    scores64,
+                    args,
+                    device,
+                    None if library == "ours" else reference,
+                )
+                if library == "ours":
+                    reference = out["results"]
+                row = out["row"]
+                rows.append(row)
+                line = (
+                    f"{structure:>11} n={n:<3} {library:>12}: logZ+marg "
+                    f"{ms_cell(row, 'marginals'):>9} ms, best {ms_cell(row, 'best'):>9} ms"
+                )
+                if library != "ours":
+                    d_z, d_m = row.get("max_abs_diff_log_z"), row.get("max_abs_diff_marginals")
+                    if d_z is not None and d_m is not None:
+                        line += f"; max |d logZ| {d_z:.1e}, |d marg| {d_m:.1e}"
+                    if row.get("trees_identical_64") is not None:
+                        line += (
+                            f"; same best tree {row['trees_identical_64']}/{args.batch} (f64), "
+                            f"{row.get('trees_identical_32')}/{args.batch} (f32)"
+                        )
+                print(line, flush=True)
+            if structure == "matrix-tree" and "torch-struct" not in missing and reference:
+                try:
+                    row = torch_struct_eps0_row(scores64, n, args, device, reference)
+                except Exception as error:
+                    row = None
+                    extra.append(f"{EPS0} check failed at n={n}: {short(error)}")
+                if row is not None:
+                    rows.append(row)
+                    print(
+                        f"{structure:>11} n={n:<3} {EPS0}: max |d logZ| "
+                        f"{row['max_abs_diff_log_z']:.1e}, |d marg| "
+                        f"{row['max_abs_diff_marginals']:.1e}",
+                        flush=True,
+                    )
+    elapsed = time.perf_counter() - begin
+
+    times = time_table(rows, args.structures, args.sizes)
+    checks = check_table(rows, args.batch)
+    problems = [f"{lib}: {NOT_INSTALLED}" for lib, why in missing.items() if why == NOT_INSTALLED]
+    problems += status_notes(rows)
+    print(" | ".join(TIME_HEADERS))
+    for cells in times:
+        print(" | ".join(cells))
+    print(" | ".join(CHECK_HEADERS))
+    for cells in checks:
+        print(" | ".join(cells))
+    for line in problems:
+        print(line)
+    print(f"total {elapsed:.0f} s")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    result = {
+        "benchmark": "structs",
+        "machine": info,
+        "settings": settings,
+        "libraries": {lib: versions[lib] or missing.get(lib) for lib in LIBRARIES},
+        "tolerance": TOLERANCE,
+        "seconds": elapsed,
+        "rows": rows,
+        "notes": list(notes),
+        "status_notes": problems,
+        "extra_checks": extra,
+    }
+    (args.out / "structs.json").write_text(json.dumps(result, indent=2) + "\n")
+    libs = ", ".join(
+        f"{lib} {versions[lib]}" if versions[lib] else f"{lib} {missing.get(lib, '?')}"
+        for lib in LIBRARIES
+    )
+    markdown = [
+        "# Tree distributions: ours vs torch-struct and supar",
+        "",
+        f"Machine: {machine_line(info)} ({info['cpu_cores']} cores); {libs}. Batch "
+        f"{args.batch}, every item exactly n words (lengths given, all n), float32 random "
+        f"normal scores, CKY with {args.labels} labels; median ms of up to {args.repeats} "
+        "calls. logZ+marg: log Z, then its gradient (the marginals) by torch.autograd.grad; "
+        "best tree: the library's argmax. ours/min: ours divided by the faster library.",
+        "",
+        markdown_table(TIME_HEADERS, times),
+        "",
+        f"Agreement with ours on the same scores in float64 (max abs differences over the "
+        f"parts that exist; best trees equal to ours, of {args.batch} items, in float64 and "
+        "on the float32 timing inputs):",
+        "",
+        markdown_table(CHECK_HEADERS, checks) if checks else "(nothing to compare with)",
+        "",
+        "Notes:",
+        "",
+        *[f"- {line}" for line in notes],
+        *[f"- {line}" for line in extra],
+        *[f"- {line}" for line in problems],
+        "",
+    ]
+    (args.out / "structs.md").write_text("\n".join(markdown))
+    print(f"wrote {args.out / 'structs.json'} and .md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
