@@ -43,7 +43,19 @@ Agreement: every library is run once more on the same scores in float64 and comp
 ours: the largest absolute difference of log Z and of the marginals (over the parts that
 exist: spans i <= j and every label; arcs h -> m with m >= 1, h != m), mapped to our layout,
 and the number of items whose best tree equals ours (also on the float32 timing inputs).
-Results go to ``--out`` as ``structs.json`` and ``structs.md``.
+
+Matrix-tree stability (untimed, skipped by ``--no-stability`` or when ``matrix-tree`` is
+not among ``--structures``): the same three Matrix-Tree solvers in float64 on
+``--stability-batch`` (8) items of ``--stability-n`` (40; with ``--quick`` the largest
+size) words, scores N(0, sigma^2) for sigma = 1, 10, 30, 100, 1000 (one seeded draw,
+scaled) and uniform in +-1e4. Per library and scale: whether log Z and the marginals are
+all finite; the largest |sum over heads of a word's marginals - 1| (exactly 0 for every
+word: a check that needs no reference); and the largest absolute difference of log Z and
+of the marginals from ours, over the values finite in both (ours is exact at any scale;
+the brute-force tests check it).
+
+Results go to ``--out`` as ``structs.json`` (the stability rows under ``"stability"``) and
+``structs.md``.
 """
 
 from __future__ import annotations
@@ -341,6 +353,16 @@ def marginals_of(solver: Solver, x: torch.Tensor, lengths: torch.Tensor):
     return log_z.detach(), grad
 
 
+def float64_marginals(
+    solver: Solver, scores64: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The library's float64 log Z (B,) and marginals in our layout, zero off the parts
+    that exist (``mask``)."""
+    x = solver.prepare(scores64).detach().requires_grad_()
+    log_z, grad = marginals_of(solver, x, lengths)
+    return log_z.to(torch.float64), torch.where(mask, solver.to_ours(grad).to(torch.float64), 0.0)
+
+
 def short(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}".splitlines()[0]
     return text if len(text) < 160 else text[:157] + "..."
@@ -382,10 +404,7 @@ def run_library(structure, n, library, solver, scores64, args, device, reference
     # Agreement, float64.
     mask = part_mask(structure, n, device)
     try:
-        x = solver.prepare(scores64).detach().requires_grad_()
-        log_z, grad = marginals_of(solver, x, lengths)
-        results["log_z"] = log_z.to(torch.float64)
-        results["marginals"] = torch.where(mask, solver.to_ours(grad).to(torch.float64), 0.0)
+        results["log_z"], results["marginals"] = float64_marginals(solver, scores64, lengths, mask)
     except Exception as error:
         row["check_error"] = short(error)
         traceback.print_exc()
@@ -439,6 +458,157 @@ def torch_struct_eps0_row(scores64, n, args, device, reference) -> dict | None:
         "max_abs_diff_log_z": (log_z.detach() - reference["log_z"]).abs().max().item(),
         "max_abs_diff_marginals": (marginals - reference["marginals"]).abs().max().item(),
     }
+
+
+# ---------------------------------------------------------------- matrix-tree stability
+# Score distributions of the stability table: (kind, scale), N(0, scale^2) or U(-scale, scale).
+STABILITY_SCALES = (
+    ("normal", 1.0),
+    ("normal", 10.0),
+    ("normal", 30.0),
+    ("normal", 100.0),
+    ("normal", 1000.0),
+    ("uniform", 1e4),
+)
+
+
+def scale_label(kind: str, scale: float) -> str:
+    return f"N(0, {scale:g}^2)" if kind == "normal" else f"U(-{scale:g}, {scale:g})"
+
+
+def stability_scores(n: int, batch: int, seed: int, device: torch.device) -> list[torch.Tensor]:
+    """Seeded float64 scores in our layout, one tensor per ``STABILITY_SCALES`` entry: one
+    standard normal draw scaled by each sigma (so only the scale changes), and a uniform one."""
+    gen = torch.Generator().manual_seed(seed * 1000 + 999)
+    shape = (batch, n + 1, n + 1)
+    normal = torch.randn(*shape, generator=gen, dtype=torch.float64)
+    uniform = torch.rand(*shape, generator=gen, dtype=torch.float64) * 2 - 1
+    return [
+        ((normal if kind == "normal" else uniform) * scale).to(device)
+        for kind, scale in STABILITY_SCALES
+    ]
+
+
+def max_finite_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float | None:
+    """Largest |a - b| over the entries finite in both (None when there is none)."""
+    both = torch.isfinite(a) & torch.isfinite(b)
+    return (a - b).abs()[both].max().item() if both.any() else None
+
+
+def stability_row(
+    log_z: torch.Tensor, marginals: torch.Tensor, mask: torch.Tensor, reference: dict | None
+) -> dict:
+    """Finiteness, the heads-sum check and (against ``reference``, ours) the differences,
+    for float64 ``log_z`` (B,) and ``marginals`` in our layout, ``mask`` the arcs that exist."""
+    parts = mask.expand_as(marginals)
+    finite_log_z = torch.isfinite(log_z)
+    finite_marginals = torch.where(parts, torch.isfinite(marginals), True).flatten(1).all(1)
+    # Every word has exactly one head, so its marginals over heads sum to 1.
+    head_sums = marginals.sum(1)[:, 1:]
+    sums_finite = torch.isfinite(head_sums)
+    row = {
+        "status": "ok",
+        "finite_items": int((finite_log_z & finite_marginals).sum()),
+        "finite_log_z_items": int(finite_log_z.sum()),
+        "finite_marginals_items": int(finite_marginals.sum()),
+        "max_head_sum_error": (
+            (head_sums - 1).abs()[sums_finite].max().item() if sums_finite.any() else None
+        ),
+    }
+    if reference is not None:
+        row["max_abs_diff_log_z"] = max_finite_abs_diff(log_z, reference["log_z"])
+        row["max_abs_diff_marginals"] = max_finite_abs_diff(
+            marginals[parts], reference["marginals"][parts]
+        )
+    return row
+
+
+def stability_rows(solvers: dict, n: int, batch: int, seed: int, device) -> list[dict]:
+    """The matrix-tree stability table (untimed): every library in float64 on scores of
+    growing scale, ``solvers`` mapping each library to its ``Solver`` or why it is absent."""
+    lengths = torch.full((batch,), n, dtype=torch.long, device=device)
+    mask = part_mask("matrix-tree", n, device)
+    rows = []
+    for (kind, scale), scores64 in zip(
+        STABILITY_SCALES, stability_scores(n, batch, seed, device), strict=True
+    ):
+        reference = None
+        for library in LIBRARIES:
+            solver = solvers[library]
+            row = {"scores": scale_label(kind, scale), "kind": kind, "scale": scale}
+            row |= {"n": n, "batch": batch, "library": library}
+            if isinstance(solver, str):
+                rows.append(row | {"status": solver})
+                continue
+            try:
+                log_z, marginals = float64_marginals(solver, scores64, lengths, mask)
+            except Exception as error:  # a library failing must not end the run
+                rows.append(row | {"status": f"error: {short(error)}"})
+                continue
+            row |= stability_row(log_z, marginals, mask, reference)
+            if library == "ours":
+                reference = {"log_z": log_z, "marginals": marginals}
+            rows.append(row)
+    return rows
+
+
+def diff_cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1e}"
+
+
+def stability_table(rows: list[dict]) -> list[list[str]]:
+    table = []
+    for row in rows:
+        cells = [row["scores"], row["library"]]
+        if row["status"] != "ok":
+            cells.append(
+                row["status"].split(":", 1)[0] if "error" in row["status"] else row["status"]
+            )
+            table.append(cells + ["-"] * 3)
+            continue
+        batch = row["batch"]
+        cells.append(
+            "yes"
+            if row["finite_items"] == batch
+            else f"NO: log Z {row['finite_log_z_items']}/{batch}, "
+            f"marg {row['finite_marginals_items']}/{batch}"
+        )
+        cells.append(diff_cell(row["max_head_sum_error"]))
+        if row["library"] == "ours":
+            cells += ["(reference)"] * 2
+        else:
+            cells += [
+                diff_cell(row.get("max_abs_diff_log_z")),
+                diff_cell(row.get("max_abs_diff_marginals")),
+            ]
+        table.append(cells)
+    return table
+
+
+def stability_markdown(table: list[list[str]], args) -> list[str]:
+    """The stability table with its caption and a blank line after it, or nothing."""
+    if not table:
+        return []
+    return [
+        f"Matrix-tree numerical stability (untimed): n = {args.stability_n}, batch "
+        f"{args.stability_batch}, float64 scores of growing scale (seeded; the normal ones "
+        "are one draw, scaled). all finite: log Z and every marginal; max abs(sum_h marg - "
+        "1): over every word, its marginals over heads sum to exactly 1; differences: from "
+        "ours (exact at any scale), over the values finite in both.",
+        "",
+        markdown_table(STABILITY_HEADERS, table),
+        "",
+    ]
+
+
+STABILITY_HEADERS = [
+    "scores",
+    "library",
+    "all finite",
+    "max abs(sum_h marg - 1)",
+    "max abs diff log Z",
+    "max abs diff marginals",
+]
 
 
 # ---------------------------------------------------------------- tables
@@ -569,8 +739,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--batch", type=int, default=32, help="items per batch (32)")
     parser.add_argument("--labels", type=int, default=26, help="CKY span labels (26)")
+    parser.add_argument(
+        "--stability-n",
+        type=int,
+        default=None,
+        help="words n of the matrix-tree stability table (40; with --quick the largest size)",
+    )
+    parser.add_argument(
+        "--stability-batch", type=int, default=8, help="items of the stability table (8)"
+    )
+    parser.add_argument(
+        "--no-stability", action="store_true", help="skip the matrix-tree stability table"
+    )
     add_run_arguments(parser, "structs.{json,md}", 3.0, "n = 6, 10, batch 4")
-    return finish_run_arguments(parser.parse_args(argv), quick_sizes=[6, 10], quick_batch=4)
+    args = finish_run_arguments(parser.parse_args(argv), quick_sizes=[6, 10], quick_batch=4)
+    if args.stability_n is None:
+        args.stability_n = max(args.sizes) if args.quick else 40
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -595,8 +780,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes: dict[str, None] = {}
     extra: list[str] = []
     begin = time.perf_counter()
+    solvers_of: dict[str, dict[str, Solver | str]] = {}
     for structure in args.structures:
-        solvers: dict[str, Solver | str] = {}
+        solvers = solvers_of[structure] = {}
         for library in LIBRARIES:
             if library in missing:
                 solvers[library] = missing[library]
@@ -660,6 +846,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"{row['max_abs_diff_marginals']:.1e}",
                         flush=True,
                     )
+
+    stability: list[dict] = []
+    stability_seconds = None
+    if "matrix-tree" in args.structures and not args.no_stability:
+        start = time.perf_counter()
+        stability = stability_rows(
+            solvers_of["matrix-tree"], args.stability_n, args.stability_batch, args.seed, device
+        )
+        stability_seconds = time.perf_counter() - start
+        for row in stability:
+            if row["status"].startswith("error"):
+                extra.append(f"stability, {row['library']} on {row['scores']}: {row['status']}")
     elapsed = time.perf_counter() - begin
 
     times = time_table(rows, args.structures, args.sizes)
@@ -672,6 +870,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(" | ".join(CHECK_HEADERS))
     for cells in checks:
         print(" | ".join(cells))
+    stable = stability_table(stability)
+    if stable:
+        print(
+            f"matrix-tree stability, float64, n = {args.stability_n}, batch "
+            f"{args.stability_batch} ({stability_seconds:.1f} s):"
+        )
+        print(" | ".join(STABILITY_HEADERS))
+        for cells in stable:
+            print(" | ".join(cells))
     for line in problems:
         print(line)
     print(f"total {elapsed:.0f} s")
@@ -686,6 +893,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tolerance": TOLERANCE,
         "seconds": elapsed,
         "rows": rows,
+        "stability": {
+            "n": args.stability_n,
+            "batch": args.stability_batch,
+            "seconds": stability_seconds,
+            "rows": stability,
+        },
         "notes": list(notes),
         "status_notes": problems,
         "extra_checks": extra,
@@ -712,6 +925,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         markdown_table(CHECK_HEADERS, checks) if checks else "(nothing to compare with)",
         "",
+        *stability_markdown(stable, args),
         "Notes:",
         "",
         *[f"- {line}" for line in notes],

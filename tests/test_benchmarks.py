@@ -16,3 +16,10 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
     results = json.loads((tmp_path / f"{script}.json").read_text())
     assert results and (tmp_path / f"{script}.md").read_text().count("|") > 10
+    if script == "structs":
+        # The stability table: ours stays finite and self-consistent at every score scale.
+        ours = [row for row in results["stability"]["rows"] if row["library"] == "ours"]
+        assert len(ours) == 6
+        for row in ours:
+            assert row["finite_items"] == row["batch"]
+            assert row["max_head_sum_error"] < 1e-9

@@ -55,6 +55,17 @@ def test_latent_trees_are_single_root_trees_over_each_sentence(structured_run):
                 DependencyTree(example.tokens, tree).validate(single_root=True)
 
 
+def test_a_projective_model_has_projective_latent_trees(tmp_path):
+    run = tmp_path / "run"
+    options = ["model.attention=structured", "model.attention_options.structure=projective"]
+    sets = [*TINY, *options, f"out_dir={run}"]
+    assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+    saved = load_structured(str(run / "best.pt"))
+    examples, where = saved.examples("dev")
+    for per_head in latent_trees(saved, examples, where):
+        assert tree_statistics(per_head[0])["non_projective"] == 0.0
+
+
 def test_latent_trees_command(structured_run, tmp_path, capsys):
     gold = tmp_path / "gold.conllu"
     out = tmp_path / "latent.conllu"

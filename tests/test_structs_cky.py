@@ -154,10 +154,13 @@ def test_padding_scores_never_matter() -> None:
     lengths = torch.tensor([3, 5])
     scores = torch.randn(2, 5, 5, 2, dtype=DTYPE)
     noisy = scores.clone()
-    noisy[0, 3:] = 1e4
-    noisy[0, :, 3:] = -1e4
-    assert_close(CKY(noisy, lengths).log_partition, CKY(scores, lengths).log_partition)
-    assert_close(CKY(noisy, lengths).marginals, CKY(scores, lengths).marginals)
+    for high, low in ((1e4, -1e4), (torch.inf, -torch.inf)):
+        noisy[0, 3:] = high
+        noisy[0, :, 3:] = low
+        noisy[1, torch.arange(1, 5), torch.arange(4)] = low  # cells with i > j
+        assert_close(CKY(noisy, lengths).log_partition, CKY(scores, lengths).log_partition)
+        assert_close(CKY(noisy, lengths).marginals, CKY(scores, lengths).marginals)
+        assert_close(CKY(noisy, lengths).max, CKY(scores, lengths).max)
 
 
 # ---------------------------------------------------------------------- gradients

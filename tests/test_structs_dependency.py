@@ -165,6 +165,8 @@ def test_ignored_entries_change_nothing() -> None:
         assert_close(tree.log_partition, expected.log_partition)
         assert_close(tree.marginals, expected.marginals)
         assert_close(tree.argmax, expected.argmax)
+        assert_close(tree.max, expected.max)  # only the chosen arcs are read
+        assert_close(tree.log_prob(tree.argmax), expected.log_prob(expected.argmax))
         with pytest.raises(ValueError, match="finite"):  # but not on real arcs
             structure(changed, torch.tensor([5, 4]))
     np.testing.assert_array_equal(

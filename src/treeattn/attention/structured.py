@@ -6,6 +6,10 @@ the latent tree from the matrix-tree theorem (non-projective), and every word ga
 parent context (its expected head, or a learned root vector) and a child context (its
 expected dependents) from e. The projective variant takes Eisner's inside-outside marginals
 instead (Kim et al., ICLR 2017). Each head has its own latent tree; one head is the paper.
+
+Two choices the paper leaves to its encoder: e and d come from one learned linear map of
+the input (the paper splits a BiLSTM state, itself a learned map), and ``dropout`` drops
+marginals, as attention dropout drops attention weights (0 turns it off).
 """
 
 from __future__ import annotations
@@ -33,12 +37,15 @@ def lengths_from_pad_mask(pad_mask: torch.Tensor) -> torch.Tensor:
     return lengths
 
 
+def check_structure(structure: str) -> None:
+    if structure not in STRUCTURES:
+        raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, not {structure!r}")
+
+
 def arc_marginals(scores: torch.Tensor, lengths: torch.Tensor, structure: str) -> torch.Tensor:
     """Marginals (B, H, n+1, n+1) of the latent trees scored by ``scores`` (same shape;
     row 0 is the root), one tree per head; padding gets zero marginals."""
-    if structure not in STRUCTURES:
-        known = ", ".join(STRUCTURES)
-        raise ValueError(f"structure must be one of {known}, not {structure!r}")
+    check_structure(structure)
     b, h, size, _ = scores.shape
     flat = STRUCTURES[structure](scores.reshape(b * h, size, size), lengths.repeat_interleave(h))
     return flat.marginals.view(b, h, size, size)
@@ -99,8 +106,7 @@ class StructuredAttention(nn.Module):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        if structure not in STRUCTURES:
-            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, not {structure!r}")
+        check_structure(structure)
         self.n_heads = n_heads
         self.structure = structure
         self.split = nn.Linear(d_model, 2 * d_model)  # [e; d] for every head

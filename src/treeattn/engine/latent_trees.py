@@ -1,7 +1,8 @@
 """The latent trees of a trained structured-attention model.
 
 Each layer and head of ``structured`` attention scores a dependency tree over every
-sentence; here each sentence's best tree is decoded (Chu-Liu-Edmonds, single root) and the
+sentence; here each sentence's best tree is decoded, single root, in the model's own family
+of trees (Chu-Liu-Edmonds for non-projective models, Eisner for projective ones), and the
 trees are described as Liu & Lapata (2018, §6) describe theirs: how deep they are and how
 many are non-projective.
 """
@@ -14,11 +15,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from treeattn.attention.structured import ArcScorer
+from treeattn.attention.structured import StructuredAttention
 from treeattn.data.batching import bucket_batches
 from treeattn.engine.datasets import LabeledSentence
 from treeattn.engine.evaluation import SavedModel, load_model
-from treeattn.structs.mst import best_heads
+from treeattn.structs import Eisner, arcs_to_heads, best_heads
 from treeattn.trees.dependency import DependencyTree
 
 
@@ -58,19 +59,29 @@ def tree_statistics(trees: Sequence[Sequence[int]]) -> dict[str, float]:
     }
 
 
+def decode_heads(scores: torch.Tensor, lengths: torch.Tensor, structure: str) -> torch.Tensor:
+    """Heads (B, n+1) of the best tree of each item (-1 at the root and padding) for arc
+    scores (B, n+1, n+1), in the family of trees ``structure`` names."""
+    if structure == "projective":
+        return arcs_to_heads(Eisner(scores, lengths).argmax, lengths)
+    return best_heads(scores, lengths)
+
+
 @torch.no_grad()
 def latent_trees(
     saved: SavedModel, examples: list[LabeledSentence], where: str
 ) -> list[list[list[list[int]]]]:
     """``trees[layer][head][k]``: the heads of sentence k's best latent tree (``examples``
     order), as ``DependencyTree.heads`` (0 = root)."""
-    scorers = [m for m in saved.model.modules() if isinstance(m, ArcScorer)]
-    if not scorers:
+    layers = [m for m in saved.model.modules() if isinstance(m, StructuredAttention)]
+    if not layers:
         raise ValueError(f"{where}: the model has no structured attention layer")
     captured: list[torch.Tensor] = []
-    hooks = [s.register_forward_hook(lambda _m, _i, out: captured.append(out)) for s in scorers]
+    hooks = [
+        layer.arc_scorer.register_forward_hook(lambda _m, _i, out: captured.append(out))
+        for layer in layers
+    ]
     encoded = saved.encode(examples, where)
-    n_heads = None
     trees: list[list[list[list[int] | None]]] = []
     try:
         for indices in bucket_batches(
@@ -79,11 +90,13 @@ def latent_trees(
             batch = encoded.batch(indices).to(saved.device)
             captured.clear()
             saved.model(batch.tokens, batch.pad_mask, batch.context)
-            lengths = (~batch.pad_mask).sum(1).cpu()
+            lengths = (~batch.pad_mask).sum(1)
             for layer, scores in enumerate(captured):
                 b, n_heads, size, _ = scores.shape
-                heads = best_heads(
-                    scores.reshape(b * n_heads, size, size), lengths.repeat_interleave(n_heads)
+                heads = decode_heads(
+                    scores.reshape(b * n_heads, size, size),
+                    lengths.repeat_interleave(n_heads),
+                    layers[layer].structure,
                 )
                 heads = heads.view(b, n_heads, size).tolist()
                 if len(trees) <= layer:

@@ -50,7 +50,7 @@ def check_lengths(scores: torch.Tensor, lengths: torch.Tensor | None, n: int) ->
     return lengths
 
 
-def check_finite(scores: torch.Tensor, name: str) -> None:
+def check_no_nan(scores: torch.Tensor, name: str) -> None:
     if torch.isnan(scores).any():
         raise ValueError(f"{name} scores contain NaN")
 
@@ -62,13 +62,14 @@ def gradient_of(
 
     When the scores are part of a graph (training), the result keeps that graph
     (``create_graph``), so a loss on marginals trains the scores; otherwise it is computed
-    on a detached copy and carries no graph.
+    on a detached copy and carries no graph (also under ``torch.inference_mode``, whose
+    tensors autograd cannot use: the copy is made outside it).
     """
     if scores.requires_grad and torch.is_grad_enabled():
         (grad,) = torch.autograd.grad(value(scores).sum(), scores, create_graph=True)
         return grad
-    with torch.enable_grad():
-        leaf = scores.detach().requires_grad_()
+    with torch.inference_mode(False), torch.enable_grad():
+        leaf = scores.detach().clone().requires_grad_()
         (grad,) = torch.autograd.grad(value(leaf).sum(), leaf)
     return grad
 
@@ -82,7 +83,7 @@ class TreeDistribution:
     """
 
     def __init__(self, scores: torch.Tensor, lengths: torch.Tensor | None = None) -> None:
-        check_finite(scores, type(self).__name__)
+        check_no_nan(scores, type(self).__name__)
         self.scores = scores
         self.lengths = check_lengths(scores, lengths, self._max_length(scores))
 
@@ -113,8 +114,11 @@ class TreeDistribution:
         return gradient_of(lambda s: self._inside(s, MaxSemiring), self.scores.detach())
 
     def score(self, parts: torch.Tensor) -> torch.Tensor:
-        """(B,) the score of given trees (0/1 part tensors the shape of ``scores``)."""
-        return (self.scores * parts).flatten(1).sum(1)
+        """(B,) the score of given trees (0/1 part tensors the shape of ``scores``).
+
+        Only the chosen parts are read, so ignored entries may hold -inf (0 * -inf is NaN).
+        """
+        return torch.where(parts != 0, self.scores * parts, 0.0).flatten(1).sum(1)
 
     def log_prob(self, parts: torch.Tensor) -> torch.Tensor:
         """(B,) log probability of given trees: their score minus log Z."""
