@@ -15,7 +15,13 @@ import torch
 from torch.testing import assert_close
 
 from treeattn.structs.eisner import Eisner
-from treeattn.structs.matrix_tree import MatrixTree
+from treeattn.structs.matrix_tree import (
+    MatrixTree,
+    eliminate,
+    lu_is_exact,
+    lu_log_det,
+    shifted_log_weights,
+)
 from treeattn.structs.mst import (
     arcs_to_heads,
     best_heads,
@@ -268,6 +274,24 @@ def test_float32_scores_agree_with_float64(structure: type) -> None:
     assert single.log_partition.dtype == single.marginals.dtype == torch.float32
     assert_close(single.log_partition, structure(scores).log_partition.float(), rtol=1e-5, atol=0)
     assert_close(single.marginals, structure(scores).marginals.float(), atol=1e-5, rtol=1e-4)
+
+
+def test_lu_is_used_where_exact_and_elimination_elsewhere() -> None:
+    torch.manual_seed(44)
+    lengths = torch.tensor([12, 7, 12])
+    moderate = torch.randn(3, 13, 13, dtype=DTYPE)
+    weights, _ = shifted_log_weights(moderate, lengths)
+    assert lu_is_exact(weights).all()
+    assert_close(lu_log_det(weights)[1], eliminate(weights), rtol=0, atol=1e-10)
+    # Scores this spread make the LU cancel: it must be caught, not trusted.
+    extreme, _ = shifted_log_weights((torch.rand(3, 13, 13, dtype=DTYPE) - 0.5) * 2e4, lengths)
+    assert not lu_is_exact(extreme).all()
+    mixed = torch.cat([moderate[:1], (torch.rand(1, 13, 13, dtype=DTYPE) - 0.5) * 2e4])
+    both = MatrixTree(mixed, lengths[:2])  # one item by each path, in one batch
+    for item in range(2):
+        alone = MatrixTree(mixed[item : item + 1], lengths[item : item + 1])
+        assert_close(both.log_partition[item], alone.log_partition[0])
+        assert_close(both.marginals[item], alone.marginals[0])
 
 
 def test_matrix_tree_float32_stays_precise_far_from_zero() -> None:

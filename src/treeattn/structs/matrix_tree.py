@@ -8,15 +8,15 @@ the determinant of the word Laplacian (``L[m, m]`` = sum of the word heads' weig
 ``mst``): ``scores`` (B, n+1, n+1), ``scores[b, h, m]`` for the arc ``h -> m``, position 0
 the ROOT, column 0 and the diagonal ignored.
 
-The determinant is taken by Gaussian elimination in log space (below), not by a library LU
-factorisation: the determinant is a sum of positive tree weights, but LU gets it from
+A library LU (``slogdet``) gets the determinant, a sum of positive tree weights, from
 differences, which cancel once the best tree scores far below the sum of every word's best
-incoming arc. With 80 words and N(0, sigma^2) scores, a float64 LU of the column-shifted
+incoming arc: with 80 words and N(0, sigma^2) scores, a float64 LU of the column-shifted
 Laplacian is off by 1e-5 at sigma = 30, wrong at 100 (negative determinants) and NaN from
-a few hundred on; the elimination here is exact to rounding at any scale. The price: about
-n^3 / 3 exp/log operations where an LU takes n^3 / 3 multiply-adds (about 10x the time of
-an LU on a CPU, see benchmarks/), and autograd keeps each step's (B, k, k) tensors, O(n^3)
-memory per item for the backward pass.
+a few hundred on. So each item takes the LU only where a check of its own marginals trusts
+it (``lu_is_exact``), and otherwise a Gaussian elimination in log space that never
+subtracts (``eliminate``): exact to rounding at any scale, at about n^3 / 3 exp/log
+operations where an LU takes n^3 / 3 multiply-adds (about 10x the time on a CPU), and
+O(n^3) memory per item kept by autograd for the backward pass.
 """
 
 from __future__ import annotations
@@ -49,27 +49,18 @@ def log_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return high + F.softplus(low - high)
 
 
-def log_laplacian_determinant(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """(B,) log Z over single-root non-projective trees: log det of the Laplacian whose first
-    row holds the root weights, for scores (B, n+1, n+1) and ``lengths`` (B,).
-
-    Gaussian elimination of the words from the last one to the second, in log space. Taking
-    out word ``j`` (pivot ``d_j``, the total weight into ``j`` from the words still there)
-    leaves the Laplacian of the smaller graph where each path ``h -> j -> m`` becomes an arc
-    of weight ``w[h, j] / d_j * w[j, m]`` (added to ``w[h, m]``) and the root row gets
-    ``w[ROOT, j] / d_j * w[j, m]``; the first word is left with its root weight. Then
-    ``Z = prod_j d_j * w'[ROOT, first word]``. Each new diagonal is recomputed as a sum of
-    its column rather than by the usual subtraction (Grassmann, Taksar & Heyman 1985), so
-    every step adds positive numbers: in log space nothing cancels, underflows or overflows,
-    whatever the scores, and no floor on small weights is needed.
+def shifted_log_weights(
+    scores: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Arc log-weights (B, n+1, n) ``[head 0..n, word 1..n]`` and column shifts (B, n).
 
     Each word's column is shifted by its best incoming score (a constant, detached): every
     tree gives each word one head, so log Z moves by the sum of the shifts, and the
-    weights that matter stay near 1, where float32 is precise too.
-
-    Padding words (past ``lengths``) get weight 1 from the first word and nothing else:
-    their pivots are 1, they pass nothing on, so the determinant and the real words'
-    marginals are unchanged, and padding arcs (masked) have zero marginals.
+    weights that matter stay near 1, where float32 is precise too. Arcs no tree may use
+    get ``IMPOSSIBLE``. A padding word (past ``lengths``) gets weight 1 from the first word
+    and nothing else, so it is a leaf hung from the first word in every tree: the
+    determinant and the real words' marginals are unchanged, and padding arcs (masked)
+    have zero marginals.
     """
     n = scores.shape[-1] - 1
     real = real_arcs_mask(lengths, n)[:, :, 1:]  # (B, n+1, n): heads 0..n -> words 1..n
@@ -80,13 +71,28 @@ def log_laplacian_determinant(scores: torch.Tensor, lengths: torch.Tensor) -> to
     log_weights = (into_words - best_incoming[:, None, :]).masked_fill(~real, IMPOSSIBLE)
     from_first_word = torch.zeros_like(real)
     from_first_word[:, 1] = is_padding
-    log_weights = log_weights.masked_fill(from_first_word, 0.0)
+    return log_weights.masked_fill(from_first_word, 0.0), best_incoming
 
+
+def eliminate(log_weights: torch.Tensor) -> torch.Tensor:
+    """(B,) log det of the Laplacian with the root row, from arc log-weights (B, n+1, n).
+
+    Gaussian elimination of the words from the last one to the second, in log space. Taking
+    out word ``j`` (pivot ``d_j``, the total weight into ``j`` from the words still there)
+    leaves the Laplacian of the smaller graph where each path ``h -> j -> m`` becomes an arc
+    of weight ``w[h, j] / d_j * w[j, m]`` (added to ``w[h, m]``) and the root row gets
+    ``w[ROOT, j] / d_j * w[j, m]``; the first word is left with its root weight. Then
+    ``Z = prod_j d_j * w'[ROOT, first word]``. Each new diagonal is recomputed as a sum of
+    its column rather than by the usual subtraction (Grassmann, Taksar & Heyman 1985), so
+    every step adds positive numbers: in log space nothing cancels, underflows or overflows,
+    whatever the scores, and no floor on small weights is needed.
+    """
+    n = log_weights.shape[-1]
     # softplus(x) is x itself to within rounding past this point.
-    linear_beyond = 2.0 - math.log(torch.finfo(scores.dtype).eps)
+    linear_beyond = 2.0 - math.log(torch.finfo(log_weights.dtype).eps)
     root = log_weights[:, 0]  # (B, words left)
     words = log_weights[:, 1:]  # (B, words left, words left): [head, dependent]
-    log_z = best_incoming.sum(-1)
+    log_z = log_weights.new_zeros(log_weights.shape[0])
     for size in range(n, 1, -1):
         last = size - 1  # the word taken out now
         # split, not three slices: its backward is one concatenation, where each slice
@@ -106,13 +112,71 @@ def log_laplacian_determinant(scores: torch.Tensor, lengths: torch.Tensor) -> to
     return log_z + root[:, 0]
 
 
+def lu_log_det(log_weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sign, log |det|), each (B,), of the same Laplacian by a library LU (``slogdet``).
+
+    The Laplacian is built from ``exp`` of the (shifted) weights: ``L[m, m]`` the weight
+    into word ``m`` from the words, ``L[h, m] = -w[h, m]``, first row the root weights.
+    """
+    weights = log_weights.exp()
+    words = weights[:, 1:]  # self-loops are IMPOSSIBLE: exp gives 0
+    laplacian = torch.diag_embed(words.sum(1)) - words
+    laplacian = torch.cat([weights[:, :1], laplacian[:, 1:]], dim=1)
+    sign, log_abs_det = torch.linalg.slogdet(laplacian)
+    return sign, log_abs_det
+
+
+def lu_is_exact(log_weights: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: whether the LU's log det can be trusted for each item.
+
+    LU gets the determinant from differences, which cancel when the trees' total weight is
+    far below the weights it is computed from (see the module docstring). The check needs
+    no reference: the LU's marginals (the gradient of its log det) must give each word
+    exactly one head. Cancellation breaks that identity as much as the marginals
+    themselves, so items whose head marginals sum to 1 within sqrt(eps), and lie in
+    [0, 1], keep the LU's result; a non-positive or non-finite determinant fails.
+    """
+    tolerance = torch.finfo(log_weights.dtype).eps ** 0.5
+    with torch.inference_mode(False), torch.enable_grad():
+        leaf = log_weights.detach().clone().requires_grad_()
+        sign, log_abs_det = lu_log_det(leaf)
+        (marginals,) = torch.autograd.grad(log_abs_det.sum(), leaf)
+    head_sums = marginals.sum(1)  # (B, n): padding words too (their one head)
+    return (
+        (sign > 0)
+        & torch.isfinite(log_abs_det)
+        & ((head_sums - 1).abs() <= tolerance).all(1)
+        & ((marginals >= -tolerance) & (marginals <= 1 + tolerance)).flatten(1).all(1)
+    )
+
+
+def log_laplacian_determinant(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B,) log Z over single-root non-projective trees (Koo et al. 2007) for scores
+    (B, n+1, n+1) and ``lengths`` (B,): log det of the Laplacian whose first row holds the
+    root weights, after the column shifts of ``shifted_log_weights``.
+
+    Each item takes the LU (``slogdet``, fast) where ``lu_is_exact`` trusts it and the
+    log-space elimination (``eliminate``, exact at any scale, about 10x slower on a CPU)
+    where it does not, so results are exact to rounding whatever the scores. Either way
+    the result is differentiable, and marginals are its gradient.
+    """
+    log_weights, shifts = shifted_log_weights(scores, lengths)
+    exact = lu_is_exact(log_weights)
+    log_det = log_weights.new_zeros(scores.shape[0])
+    if exact.any():
+        log_det = log_det.index_put((exact,), lu_log_det(log_weights[exact])[1])
+    if not exact.all():
+        log_det = log_det.index_put((~exact,), eliminate(log_weights[~exact]))
+    return shifts.sum(-1) + log_det
+
+
 class MatrixTree(TreeDistribution):
     """Non-projective dependency trees with one root word, scored arc by arc.
 
     ``scores`` (B, n+1, n+1) as in the module docstring; ``lengths`` (B,) counts each
     item's words (default n): positions past it are padding, with zero marginals. The log
-    partition is computed in ``dtype`` (float64 by default; float32 is about 1.5x faster
-    and still precise to ~1e-6 in the marginals) and returned in the scores' dtype;
+    partition is computed in ``dtype`` (float64 by default; float32 is faster, with
+    marginals off by up to ~1e-5) and returned in the scores' dtype;
     marginals are its gradient (``TreeDistribution``), differentiable again for training.
     ``argmax`` is the best tree by Chu-Liu-Edmonds (``mst``) as 0/1 arcs, and ``max`` its
     score. Scores on real arcs must be finite (``ValueError`` otherwise): forbid an arc
