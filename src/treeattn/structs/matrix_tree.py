@@ -13,7 +13,7 @@ differences, which cancel once the best tree scores far below the sum of every w
 incoming arc: with 80 words and N(0, sigma^2) scores, a float64 LU of the column-shifted
 Laplacian is off by 1e-5 at sigma = 30, wrong at 100 (negative determinants) and NaN from
 a few hundred on. So each item takes the LU only where a check of its own marginals trusts
-it (``lu_is_exact``), and otherwise a Gaussian elimination in log space that never
+it (``checked_lu_log_det``), and otherwise a Gaussian elimination in log space that never
 subtracts (``eliminate``): exact to rounding at any scale, at about n^3 / 3 exp/log
 operations where an LU takes n^3 / 3 multiply-adds (about 10x the time on a CPU), and
 O(n^3) memory per item kept by autograd for the backward pass.
@@ -126,28 +126,32 @@ def lu_log_det(log_weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return sign, log_abs_det
 
 
-def lu_is_exact(log_weights: torch.Tensor) -> torch.Tensor:
-    """(B,) bool: whether the LU's log det can be trusted for each item.
+def checked_lu_log_det(log_weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log |det| by LU, trusted), each (B,): the LU's result and whether it can be trusted.
 
     LU gets the determinant from differences, which cancel when the trees' total weight is
     far below the weights it is computed from (see the module docstring). The check needs
     no reference: the LU's marginals (the gradient of its log det) must give each word
     exactly one head. Cancellation breaks that identity as much as the marginals
     themselves, so items whose head marginals sum to 1 within sqrt(eps), and lie in
-    [0, 1], keep the LU's result; a non-positive or non-finite determinant fails.
+    [0, 1], are trusted; a non-positive or non-finite determinant is not. When the weights
+    carry a graph (and grad mode is on) the log det keeps it, so a fully trusted batch needs
+    no second factorisation.
     """
     tolerance = torch.finfo(log_weights.dtype).eps ** 0.5
+    keep_graph = log_weights.requires_grad and torch.is_grad_enabled()
     with torch.inference_mode(False), torch.enable_grad():
-        leaf = log_weights.detach().clone().requires_grad_()
-        sign, log_abs_det = lu_log_det(leaf)
-        (marginals,) = torch.autograd.grad(log_abs_det.sum(), leaf)
+        source = log_weights if keep_graph else log_weights.detach().clone().requires_grad_()
+        sign, log_abs_det = lu_log_det(source)
+        (marginals,) = torch.autograd.grad(log_abs_det.sum(), source, retain_graph=keep_graph)
     head_sums = marginals.sum(1)  # (B, n): padding words too (their one head)
-    return (
+    trusted = (
         (sign > 0)
         & torch.isfinite(log_abs_det)
         & ((head_sums - 1).abs() <= tolerance).all(1)
         & ((marginals >= -tolerance) & (marginals <= 1 + tolerance)).flatten(1).all(1)
     )
+    return (log_abs_det if keep_graph else log_abs_det.detach()), trusted
 
 
 def log_laplacian_determinant(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -155,18 +159,21 @@ def log_laplacian_determinant(scores: torch.Tensor, lengths: torch.Tensor) -> to
     (B, n+1, n+1) and ``lengths`` (B,): log det of the Laplacian whose first row holds the
     root weights, after the column shifts of ``shifted_log_weights``.
 
-    Each item takes the LU (``slogdet``, fast) where ``lu_is_exact`` trusts it and the
-    log-space elimination (``eliminate``, exact at any scale, about 10x slower on a CPU)
-    where it does not, so results are exact to rounding whatever the scores. Either way
-    the result is differentiable, and marginals are its gradient.
+    Each item takes the LU (``slogdet``, fast) where ``checked_lu_log_det`` trusts it and
+    the log-space elimination (``eliminate``, exact at any scale, about 10x slower on a
+    CPU) where it does not, so results are exact to rounding whatever the scores. Either
+    way the result is differentiable, and marginals are its gradient.
     """
     log_weights, shifts = shifted_log_weights(scores, lengths)
-    exact = lu_is_exact(log_weights)
+    lu_result, trusted = checked_lu_log_det(log_weights)
+    if trusted.all():
+        return shifts.sum(-1) + lu_result
+    # The untrusted items' LU may be singular: its backward (an inverse) would put NaN into
+    # their gradients even with zero weight, so the trusted ones are factorised apart.
     log_det = log_weights.new_zeros(scores.shape[0])
-    if exact.any():
-        log_det = log_det.index_put((exact,), lu_log_det(log_weights[exact])[1])
-    if not exact.all():
-        log_det = log_det.index_put((~exact,), eliminate(log_weights[~exact]))
+    if trusted.any():
+        log_det = log_det.index_put((trusted,), lu_log_det(log_weights[trusted])[1])
+    log_det = log_det.index_put((~trusted,), eliminate(log_weights[~trusted]))
     return shifts.sum(-1) + log_det
 
 
