@@ -6,6 +6,7 @@ every script takes (``--repeats``, ``--case-seconds``, ``--device``, ``--threads
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -174,3 +175,21 @@ def start_device(args: argparse.Namespace) -> torch.device | None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     return torch.device(args.device)
+
+
+def write_results(
+    args: argparse.Namespace, benchmark: str, info: dict, seconds: float, **fields
+) -> dict:
+    """Write ``<out>/<benchmark>.json``: the benchmark's name, machine, settings (the
+    command-line options), wall seconds and ``fields``; returns what was written."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    result = {
+        "benchmark": benchmark,
+        "machine": info,
+        "settings": settings,
+        "seconds": seconds,
+        **fields,
+    }
+    (args.out / f"{benchmark}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result

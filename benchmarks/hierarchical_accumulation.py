@@ -47,7 +47,6 @@ information.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -69,6 +68,7 @@ from benchmarks.common import (
     start_device,
     synchronize,
     tree_batch,
+    write_results,
 )
 from treeattn.attention.hierarchical import hierarchical_accumulation
 from treeattn.data.tree_tensors import TreeTensors
@@ -320,20 +320,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
     print(f"total {elapsed:.0f} s")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    result = {
-        "benchmark": "hierarchical_accumulation",
-        "machine": info,
-        "settings": settings,
-        "memory_method": "cuda max_memory_allocated"
+    memory_method = (
+        "cuda max_memory_allocated"
         if device.type == "cuda"
-        else "torch.profiler CPU allocation events, peak of live bytes",
-        "seconds": elapsed,
-        "rows": rows,
-        "targets": targets,
-    }
-    (args.out / "hierarchical_accumulation.json").write_text(json.dumps(result, indent=2) + "\n")
+        else "torch.profiler CPU allocation events, peak of live bytes"
+    )
+    result = write_results(
+        args,
+        "hierarchical_accumulation",
+        info,
+        elapsed,
+        memory_method=memory_method,
+        rows=rows,
+        targets=targets,
+    )
     skipped = [f"- dense skipped at {r['shape']} n={r['n']}: {r['dense_skipped']}" for r in rows]
     markdown = [
         "# Hierarchical accumulation: fast vs dense (forward + backward)",

@@ -29,7 +29,6 @@ repeats so a case takes about ``--case-seconds``. Writes ``step_time.{json,md,pn
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -49,6 +48,7 @@ from benchmarks.common import (
     median_ms,
     start_device,
     tree_batch,
+    write_results,
 )
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
 from treeattn.models.encoder import TransformerEncoder
@@ -252,18 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
     print(f"total {elapsed:.0f} s")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    result = {
-        "benchmark": "step_time",
-        "machine": info,
-        "settings": settings,
-        "seconds": elapsed,
-        "rows": rows,
-        "skipped": skipped,
-        "targets": targets,
-    }
-    (args.out / "step_time.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_results(args, "step_time", info, elapsed, rows=rows, skipped=skipped, targets=targets)
     plot(rows, args.encoders, info, args, args.out / "step_time.png")
     markdown = [
         "# Training-step time against sentence length",

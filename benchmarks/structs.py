@@ -63,14 +63,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
-import json
 import sys
 import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -83,6 +81,7 @@ from benchmarks.common import (
     markdown_table,
     median_ms,
     start_device,
+    write_results,
 )
 
 STRUCTURES = ("cky", "eisner", "matrix-tree")
@@ -883,27 +882,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
     print(f"total {elapsed:.0f} s")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    result = {
-        "benchmark": "structs",
-        "machine": info,
-        "settings": settings,
-        "libraries": {lib: versions[lib] or missing.get(lib) for lib in LIBRARIES},
-        "tolerance": TOLERANCE,
-        "seconds": elapsed,
-        "rows": rows,
-        "stability": {
+    write_results(
+        args,
+        "structs",
+        info,
+        elapsed,
+        libraries={lib: versions[lib] or missing.get(lib) for lib in LIBRARIES},
+        tolerance=TOLERANCE,
+        rows=rows,
+        stability={
             "n": args.stability_n,
             "batch": args.stability_batch,
             "seconds": stability_seconds,
             "rows": stability,
         },
-        "notes": list(notes),
-        "status_notes": problems,
-        "extra_checks": extra,
-    }
-    (args.out / "structs.json").write_text(json.dumps(result, indent=2) + "\n")
+        notes=list(notes),
+        status_notes=problems,
+        extra_checks=extra,
+    )
     libs = ", ".join(
         f"{lib} {versions[lib]}" if versions[lib] else f"{lib} {missing.get(lib, '?')}"
         for lib in LIBRARIES
