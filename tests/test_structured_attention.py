@@ -190,6 +190,8 @@ def test_document_model_ignores_padding():
     torch.testing.assert_close(batch[1], model(torch.tensor([[[8, 9]]]))[0])
     with pytest.raises(ValueError, match="no sentence"):
         model(torch.zeros(1, 2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="empty sentence before a real one"):
+        model(torch.tensor([[[0, 0], [3, 4]]]))
 
 
 def test_document_model_trains_both_levels():

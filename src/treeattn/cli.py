@@ -213,7 +213,8 @@ def _add_latent_trees(sub: argparse._SubParsersAction) -> None:
         "latent-trees",
         help="a structured model's latent dependency trees: depth, non-projective share",
         description="For a trained structured-attention model: decode every sentence's best "
-        "latent tree in each layer and head (Chu-Liu-Edmonds) and print their mean depth and "
+        "latent tree in each layer and head (Chu-Liu-Edmonds, or Eisner for a projective model) "
+        "and print their mean depth and "
         "share of non-projective trees. --compare adds the same figures for the trees of a "
         "CoNLL-U file (e.g. a treebank's gold trees); --conllu writes the latent trees.",
     )

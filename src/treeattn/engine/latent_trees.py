@@ -10,7 +10,6 @@ many are non-projective.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -108,14 +107,3 @@ def latent_trees(
         for hook in hooks:
             hook.remove()
     return trees
-
-
-def latent_tree_table(
-    saved: SavedModel, examples: list[LabeledSentence], where: str
-) -> list[dict[str, Any]]:
-    """One row of ``tree_statistics`` per layer and head of the model."""
-    rows = []
-    for layer, per_head in enumerate(latent_trees(saved, examples, where), start=1):
-        for head, trees in enumerate(per_head, start=1):
-            rows.append({"layer": layer, "head": head, **tree_statistics(trees)})
-    return rows

@@ -67,6 +67,9 @@ class StructuredDocumentClassifier(nn.Module):
         sentence_pad = word_pad.all(-1)  # (B, S)
         if sentence_pad.all(-1).any():
             raise ValueError("a document has no sentence with a real token")
+        real_sentences = (~sentence_pad).sum(1, keepdim=True)
+        if not torch.equal(sentence_pad, torch.arange(s, device=tokens.device) >= real_sentences):
+            raise ValueError("a document has an empty sentence before a real one")
         real = ~sentence_pad.reshape(-1)
         # Only real sentences are encoded: a latent tree needs at least one word.
         states = self.words(tokens.reshape(b * s, n)[real], word_pad.reshape(b * s, n)[real])
