@@ -118,6 +118,40 @@ def median_ms(
     return statistics.median(times), repeats
 
 
+def interleaved_median_ms(
+    steps: dict[str, Callable[[], object]],
+    device: torch.device,
+    max_repeats: int,
+    case_seconds: float,
+    min_repeats: int = 2,
+) -> dict[str, tuple[float, int]]:
+    """Median wall time (ms) of each step and the rounds used, timed in rounds that run
+    every step once, each round starting one step later: a slow spell of the machine then
+    falls on all of them alike, which one-after-another timing does not give. One warm-up
+    round first; as many rounds as give each step about ``case_seconds``, within
+    [min_repeats, max_repeats]."""
+    names = list(steps)
+    if not names:
+        return {}
+    synchronize(device)
+    begin = time.perf_counter()
+    for name in names:  # warm-up: first-call allocations, kernel selection
+        steps[name]()
+    synchronize(device)
+    round_seconds = time.perf_counter() - begin
+    budget = int(case_seconds * len(names) / round_seconds)
+    repeats = max(min(min_repeats, max_repeats), min(max_repeats, budget))
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(repeats):
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            synchronize(device)
+            begin = time.perf_counter()
+            steps[name]()
+            synchronize(device)
+            times[name].append((time.perf_counter() - begin) * 1e3)
+    return {name: (statistics.median(times[name]), repeats) for name in names}
+
+
 # ---------------------------------------------------------------- tables
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]

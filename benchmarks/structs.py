@@ -37,7 +37,8 @@ three (the libraries' own ``.marginals`` are this gradient, taken with ``create_
 (b) "best tree" times the library's public ``argmax``, on scores that require grad as a
 model's would (torch-struct's ``DependencyCRF.argmax`` fails on scores that do not). Time
 is the median of up to ``--repeats`` calls after one warm-up (fewer for slow cases, about
-``--case-seconds``).
+``--case-seconds``), the libraries called in turn in every round
+(``common.interleaved_median_ms``) so that a slow spell of the machine hits all alike.
 
 Agreement: every library is run once more on the same scores in float64 and compared with
 ours: the largest absolute difference of log Z and of the marginals (over the parts that
@@ -69,6 +70,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -76,10 +78,10 @@ import torch.nn.functional as F
 from benchmarks.common import (
     add_run_arguments,
     finish_run_arguments,
+    interleaved_median_ms,
     machine_info,
     machine_line,
     markdown_table,
-    median_ms,
     start_device,
     write_results,
 )
@@ -367,38 +369,54 @@ def short(error: BaseException) -> str:
     return text if len(text) < 160 else text[:157] + "..."
 
 
-def run_library(structure, n, library, solver, scores64, args, device, reference) -> dict:
-    """Timing and agreement of one library at one size. ``reference`` is ours (float64
-    log Z, marginals, best trees in float64 and float32), or None for ours itself."""
-    row: dict = {"structure": structure, "n": n, "library": library}
+def time_libraries(n: int, solvers: dict[str, Solver], scores64, args, device) -> dict:
+    """Per library, the float32 timing of (a) log Z + marginals and (b) the best tree at one
+    size, each task timed interleaved across the libraries (``interleaved_median_ms``), and
+    the float32 best tree in our form (``best32``) for the agreement check. A library that
+    fails or lacks the task gets a status instead of a time; the run goes on."""
     lengths = torch.full((args.batch,), n, dtype=torch.long, device=device)
     scores32 = scores64.to(torch.float32)
+    found: dict[str, dict] = {library: {} for library in solvers}
+    for task in ("marginals", "best"):
+        steps = {}
+        for library, solver in solvers.items():
+            x = solver.prepare(scores32).detach().requires_grad_()
+            if task == "marginals":
+                step = partial(marginals_of, solver, x, lengths)
+            else:  # on scores that require grad, as a model's would
+                step = partial(solver.best, x, lengths)
+            try:
+                output = step()
+            except NotAvailable as reason:
+                found[library].update({f"{task}_ms": None, f"{task}_status": f"n/a: {reason}"})
+                continue
+            except Exception as error:  # a library failing must not end the run
+                found[library].update(
+                    {f"{task}_ms": None, f"{task}_status": f"error: {short(error)}"}
+                )
+                traceback.print_exc()
+                continue
+            if task == "best":
+                found[library]["best32"] = solver.best_to_ours(output)
+            steps[library] = step
+        timed = interleaved_median_ms(steps, device, args.repeats, args.case_seconds)
+        for library, (ms, repeats) in timed.items():
+            found[library].update(
+                {f"{task}_ms": ms, f"{task}_repeats": repeats, f"{task}_status": "ok"}
+            )
+    return found
+
+
+def run_library(structure, n, library, solver, scores64, args, device, timing, reference) -> dict:
+    """One library's row at one size: its ``timing`` (from ``time_libraries``) and the
+    agreement of its outputs with ``reference``, ours (float64 log Z, marginals, best trees
+    in float64 and float32), or None for ours itself."""
+    row: dict = {"structure": structure, "n": n, "library": library}
+    lengths = torch.full((args.batch,), n, dtype=torch.long, device=device)
     results: dict = {}
-
-    # (a) log Z + marginals, float32.
-    try:
-        x = solver.prepare(scores32).detach().requires_grad_()
-        row["marginals_ms"], row["marginals_repeats"] = median_ms(
-            lambda: marginals_of(solver, x, lengths), device, args.repeats, args.case_seconds
-        )
-        row["marginals_status"] = "ok"
-    except Exception as error:  # a library failing must not end the run
-        row["marginals_ms"], row["marginals_status"] = None, f"error: {short(error)}"
-        traceback.print_exc()
-
-    # (b) best tree, float32 (its output also checked against ours).
-    try:
-        x = solver.prepare(scores32).detach().requires_grad_()
-        row["best_ms"], row["best_repeats"] = median_ms(
-            lambda: solver.best(x, lengths), device, args.repeats, args.case_seconds
-        )
-        row["best_status"] = "ok"
-        results["best32"] = solver.best_to_ours(solver.best(x, lengths))
-    except NotAvailable as reason:
-        row["best_ms"], row["best_status"] = None, f"n/a: {reason}"
-    except Exception as error:
-        row["best_ms"], row["best_status"] = None, f"error: {short(error)}"
-        traceback.print_exc()
+    if "best32" in timing:
+        results["best32"] = timing.pop("best32")
+    row.update(timing)
 
     # Agreement, float64.
     mask = part_mask(structure, n, device)
@@ -794,6 +812,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in args.sizes:
             scores64 = random_scores(structure, n, args, device)
             reference: dict = {}
+            usable = {lib: solver for lib, solver in solvers.items() if not isinstance(solver, str)}
+            timings = time_libraries(n, usable, scores64, args, device)
             for library in LIBRARIES:
                 solver = solvers[library]
                 if isinstance(solver, str):
@@ -811,6 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     scores64,
                     args,
                     device,
+                    timings[library],
                     None if library == "ours" else reference,
                 )
                 if library == "ours":

@@ -17,8 +17,8 @@ from torch.testing import assert_close
 from treeattn.structs.eisner import Eisner
 from treeattn.structs.matrix_tree import (
     MatrixTree,
-    checked_lu_log_det,
     eliminate,
+    lu_log_det_and_gradient,
     shifted_log_weights,
 )
 from treeattn.structs.mst import (
@@ -279,13 +279,13 @@ def test_lu_is_used_where_exact_and_elimination_elsewhere() -> None:
     torch.manual_seed(44)
     lengths = torch.tensor([12, 7, 12])
     moderate = torch.randn(3, 13, 13, dtype=DTYPE)
-    weights, _ = shifted_log_weights(moderate, lengths)
-    lu_result, trusted = checked_lu_log_det(weights)
+    weights, _, _ = shifted_log_weights(moderate, lengths)
+    lu_result, _, trusted = lu_log_det_and_gradient(weights)
     assert trusted.all()
     assert_close(lu_result, eliminate(weights), rtol=0, atol=1e-10)
     # Scores this spread make the LU cancel: it must be caught, not trusted.
-    extreme, _ = shifted_log_weights((torch.rand(3, 13, 13, dtype=DTYPE) - 0.5) * 2e4, lengths)
-    assert not checked_lu_log_det(extreme)[1].all()
+    extreme, _, _ = shifted_log_weights((torch.rand(3, 13, 13, dtype=DTYPE) - 0.5) * 2e4, lengths)
+    assert not lu_log_det_and_gradient(extreme)[2].all()
     mixed = torch.cat([moderate[:1], (torch.rand(1, 13, 13, dtype=DTYPE) - 0.5) * 2e4])
     both = MatrixTree(mixed, lengths[:2])  # one item by each path, in one batch
     for item in range(2):

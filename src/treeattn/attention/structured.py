@@ -14,6 +14,8 @@ marginals, as attention dropout drops attention weights (0 turns it off).
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,7 +25,9 @@ from treeattn.attention.vanilla import merge_heads, split_heads
 from treeattn.structs.eisner import Eisner
 from treeattn.structs.matrix_tree import MatrixTree
 
-STRUCTURES = {"nonprojective": MatrixTree, "projective": Eisner}
+# The matrix-tree accumulates in float64, as in the reported SST runs: trained arc scores
+# can spread far.
+STRUCTURES = {"nonprojective": partial(MatrixTree, dtype=torch.float64), "projective": Eisner}
 
 
 def lengths_from_pad_mask(pad_mask: torch.Tensor) -> torch.Tensor:

@@ -69,11 +69,16 @@ class CKY(TreeDistribution):
         # past the end, never read), whose backward is one scatter, where a diagonal per
         # width would zero-fill a full chart in the backward pass n times.
         offsets = torch.arange(n, device=scores.device)
-        # Cells with i > j and padding cells are never read by a real span; zeroed first so
-        # that nothing there (+-inf) reaches a gradient through the label reduction.
-        inside = offsets[None, :] < self.lengths[:, None]  # (B, n)
-        unread = (offsets[:, None] > offsets[None, :]) | ~(inside[:, :, None] & inside[:, None, :])
-        spans = semiring.sum(scores.masked_fill(unread[..., None], 0.0), dim=-1)
+        # Cells with i > j and padding cells are never read by a real span. When scores
+        # hold +-inf (a full pass is costly, so only then), those cells are zeroed first so
+        # that no inf there reaches a gradient through the label reduction.
+        if not self.finite:
+            inside = offsets[None, :] < self.lengths[:, None]  # (B, n)
+            unread = (offsets[:, None] > offsets[None, :]) | ~(
+                inside[:, :, None] & inside[:, None, :]
+            )
+            scores = scores.masked_fill(unread[..., None], 0.0)
+        spans = semiring.sum(scores, dim=-1)
         span_end = (offsets[:, None] + offsets[None, :]).clamp(max=n - 1).expand(batch, n, n)
         by_width = spans.gather(2, span_end).unbind(2)
         word_spans = by_width[0]

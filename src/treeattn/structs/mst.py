@@ -13,6 +13,8 @@ and *arcs* (B, n+1, n+1), 0/1 with a 1 at ``[b, heads[b, m], m]``, the shape of 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -44,12 +46,18 @@ def real_arcs_mask(lengths: torch.Tensor, n: int) -> torch.Tensor:
 
     Heads ``0..len``, dependents ``1..len``, no self-loops; ``lengths`` (B,) counts words.
     """
-    positions = torch.arange(n + 1, device=lengths.device)
-    inside = positions[None, :] <= lengths[:, None]  # (B, n+1): ROOT and real words
-    head_ok = inside[:, :, None]
-    dependent_ok = (inside & (positions[None, :] >= 1))[:, None, :]
-    not_loop = positions[:, None] != positions[None, :]
-    return head_ok & dependent_ok & not_loop
+    return farthest_position(n, lengths.device) <= lengths[:, None, None]
+
+
+@functools.lru_cache(maxsize=64)
+def farthest_position(n: int, device: torch.device) -> torch.Tensor:
+    """(n+1, n+1) the farthest position arc ``[h, m]`` touches, or n + 1 (past every
+    length) for an arc no tree uses (into the root, a self-loop): compared with the
+    lengths, it gives the real arcs in one operation. Cached: it is read, never written."""
+    positions = torch.arange(n + 1, device=device)
+    farthest = torch.maximum(positions[:, None], positions[None, :])
+    farthest[:, 0] = n + 1
+    return farthest.fill_diagonal_(n + 1)
 
 
 # ---------------------------------------------------------------------- Chu-Liu-Edmonds
