@@ -78,7 +78,13 @@ def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> 
                 f"the sentence is read at the root, so model.pooling={m.pooling!r} cannot be used"
             )
         return TreeClassifier(tree_encoder, classes, pooling=pooling, dropout=m.dropout)
-    encoder = TransformerEncoder(
+    pooling = "mean" if m.pooling == "auto" else m.pooling
+    return SentenceClassifier(build_encoder(m, vocab_size), classes, pooling, m.dropout)
+
+
+def build_encoder(m: ModelConfig, vocab_size: int) -> TransformerEncoder:
+    """The Transformer encoder of a token-level attention mechanism, as configured."""
+    return TransformerEncoder(
         vocab_size,
         d_model=m.d_model,
         n_heads=m.n_heads,
@@ -90,8 +96,6 @@ def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> 
         max_length=m.max_length,
         attention_options=m.attention_options,
     )
-    pooling = "mean" if m.pooling == "auto" else m.pooling
-    return SentenceClassifier(encoder, classes, pooling=pooling, dropout=m.dropout)
 
 
 def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: str) -> None:

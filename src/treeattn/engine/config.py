@@ -15,7 +15,8 @@ import yaml
 class DataConfig:
     """Which data set and how it is prepared.
 
-    ``name``: ``listops`` (generated, no files), ``sst5`` or ``sst2``.
+    ``name``: ``listops`` (generated, no files), ``sst5`` or ``sst2`` (classification), or
+    ``text`` (masked language modelling on the words of EWT, SST and the PTB sample).
     """
 
     name: str = "listops"
@@ -25,6 +26,10 @@ class DataConfig:
     # SST only: train on every labeled phrase (each node's words and label, Tai et al.
     # 2015) besides the sentences; dev and test stay sentence-level.
     phrase_level: bool = False
+    # Masked language modelling (``text``): the share of words chosen, and how a chosen
+    # word is shown (as <mask>, as a random word, as itself)
+    mask_rate: float = 0.15
+    mask_split: list = field(default_factory=lambda: [0.8, 0.1, 0.1])
     # ListOps generation (ignored for other data sets)
     train_size: int = 6000
     dev_size: int = 1000
@@ -153,7 +158,8 @@ def _coerce(value: Any, kind: str, where: str) -> Any:
             return float(value)
         except ValueError:
             pass
-    expected = {"int": int, "float": float, "bool": bool, "str": str, "dict": dict}.get(kind)
+    expected = {"int": int, "float": float, "bool": bool, "str": str, "dict": dict, "list": list}
+    expected = expected.get(kind)
     if expected is not None and not isinstance(value, expected):
         raise ValueError(f"{where}: expected {kind}, got {value!r}")
     if expected is int and isinstance(value, bool):

@@ -1,4 +1,5 @@
-"""Sentence-classification data sets by name: generated ListOps, SST-5, SST-2."""
+"""Data sets by name: generated ListOps, SST-5, SST-2 (classification) and raw text
+(masked language modelling, every sentence labeled 0)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from treeattn.data.sst import (
     load_sst,
     read_sst_file,
 )
+from treeattn.data.text import text_corpora
 from treeattn.engine.config import DataConfig
 from treeattn.trees import Tree, fold_tree
 
 SPLITS = ("train", "dev", "test")
 CLASSES = {"listops": 10, "sst5": 5, "sst2": 2}
+TEXT = "text"  # the masked-language-modelling data set
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,11 @@ def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[L
         else:
             examples = load_sst(split, root=cfg.root, fine_grained=fine)
             rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
+    elif cfg.name == TEXT:
+        rows = [LabeledSentence(words, 0) for words in text_corpora(split, root=cfg.root)]
     else:
-        raise ValueError(f"unknown data set {cfg.name!r}; known: {', '.join(CLASSES)}")
+        known = ", ".join([*CLASSES, TEXT])
+        raise ValueError(f"unknown data set {cfg.name!r}; known: {known}")
     return _prepare(rows, cfg)
 
 

@@ -1,5 +1,8 @@
 """The training loop: warm-up, clipping, bucketed batches, evaluation each epoch, best and
-last checkpoints, resume after any interruption, JSONL metrics and a learning-curve PNG."""
+last checkpoints, resume after any interruption, JSONL metrics and a learning-curve PNG.
+
+Two tasks share it: sentence classification (model selection by dev accuracy) and, for the
+``text`` data set, masked language modelling (by dev perplexity)."""
 
 from __future__ import annotations
 
@@ -19,11 +22,13 @@ from tqdm import tqdm
 
 from treeattn.data.batching import bucket_batches, shard_batches
 from treeattn.data.vocab import Vocab
+from treeattn.engine import masked_lm
 from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint
 from treeattn.engine.classification import (
     TREE_ENCODERS,
     batch_loss,
     build_classifier,
+    build_encoder,
     check_lengths,
     encode_split,
     evaluate,
@@ -31,7 +36,7 @@ from treeattn.engine.classification import (
     uses_trees,
 )
 from treeattn.engine.config import Config
-from treeattn.engine.datasets import load_split
+from treeattn.engine.datasets import TEXT, load_split
 from treeattn.engine.distributed import Replica, setup_replica, teardown_replica
 from treeattn.viz.curves import plot_learning_curve
 
@@ -199,7 +204,7 @@ class Progress:
     epoch: int = 0
     step_in_epoch: int = 0
     global_step: int = 0
-    best_accuracy: float = -1.0
+    best_score: float | None = None  # dev accuracy, or dev perplexity for masked LM
     best_epoch: int = -1
     train_seconds: float = 0.0
 
@@ -214,7 +219,14 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self.last_path = self.out / LAST
         torch.manual_seed(cfg.seed)
+        self.masked_lm = cfg.data.name == TEXT
+        self.score_name = "perplexity" if self.masked_lm else "accuracy"
         trees = uses_trees(cfg)
+        if self.masked_lm and trees:
+            raise ValueError(
+                "masked language modelling reads raw text, but model.attention="
+                f"{cfg.model.attention!r} needs trees; choose a token-level mechanism"
+            )
         splits = {name: load_split(cfg.data, name, trees) for name in ("train", "dev", "test")}
         for name, rows in splits.items():  # before training, not after hours of it
             check_lengths(rows, cfg.model.max_length, f"{cfg.data.name} {name}")
@@ -235,8 +247,16 @@ class Trainer:
             encode_split(cfg, rows, self.vocab, self.node_vocab, f"{cfg.data.name} {name}")
             for name, rows in splits.items()
         )
-        node_vocab_size = len(self.node_vocab) if trees else 0
-        self.model = build_classifier(cfg, len(self.vocab), node_vocab_size).to(replica.device)
+        if self.masked_lm:
+            split = tuple(cfg.data.mask_split)
+            self.masking = masked_lm.Masking(cfg.data.mask_rate, split, len(self.vocab))
+            self.masking.check(f"{cfg.data.name} config")
+            encoder = build_encoder(cfg.model, len(self.vocab))
+            model: nn.Module = masked_lm.MaskedLanguageModel(encoder, len(self.vocab))
+        else:
+            node_vocab_size = len(self.node_vocab) if trees else 0
+            model = build_classifier(cfg, len(self.vocab), node_vocab_size)
+        self.model = model.to(replica.device)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay
         )
@@ -329,7 +349,10 @@ class Trainer:
         for indices in batches[progress.step_in_epoch :]:
             batch = self.train_set.batch(indices).to(self.replica.device)
             self.optimizer.zero_grad(set_to_none=True)
-            loss = batch_loss(self.net, batch)
+            if self.masked_lm:
+                loss = masked_lm.batch_loss(self.net, batch, self.masking)
+            else:
+                loss = batch_loss(self.net, batch)
             loss.backward()
             nn.utils.clip_grad_norm_(self.model.parameters(), cfg.train.clip_norm)
             self.optimizer.step()
@@ -357,14 +380,14 @@ class Trainer:
     def _end_epoch(self) -> None:
         """Score dev, keep the best weights, and checkpoint the start of the next epoch."""
         progress = self.progress
-        dev = evaluate(
-            self.model, self.dev_set, self.cfg.train.eval_max_tokens, self.replica.device
-        )
+        dev = self._evaluate(self.dev_set)
         epoch = progress.epoch
         progress.epoch += 1
         progress.step_in_epoch = 0
-        if dev["accuracy"] > progress.best_accuracy:
-            progress.best_accuracy = dev["accuracy"]
+        score = dev[self.score_name]
+        best = progress.best_score
+        if best is None or (score < best if self.masked_lm else score > best):
+            progress.best_score = score
             progress.best_epoch = epoch
             self._checkpoint(self.out / BEST, full=False)
         if self.replica.is_main:
@@ -372,20 +395,27 @@ class Trainer:
             _append_jsonl(self.out / METRICS, record)
             if self.cfg.train.progress:
                 tqdm.write(
-                    f"epoch {epoch + 1}: dev accuracy {dev['accuracy']:.2f} "
-                    f"(best {progress.best_accuracy:.2f})"
+                    f"epoch {epoch + 1}: dev {self.score_name} {score:.2f} "
+                    f"(best {progress.best_score:.2f})"
                 )
         self._checkpoint(self.last_path, full=True)
 
+    def _evaluate(self, data) -> dict[str, float]:
+        max_tokens, device = self.cfg.train.eval_max_tokens, self.replica.device
+        if self.masked_lm:
+            return masked_lm.evaluate(self.model, data, max_tokens, device, self.masking)
+        return evaluate(self.model, data, max_tokens, device)
+
     def _score_best(self) -> dict[str, float]:
-        """Dev and test accuracy of the best checkpoint (its weights stay loaded)."""
+        """Dev and test score (accuracy, or perplexity) of the best checkpoint (its weights
+        stay loaded)."""
         self.replica.barrier()  # until the main replica has written best.pt
         best = load_checkpoint(self.out / BEST, map_location=self.replica.device)
         self.model.load_state_dict(best["model"])
-        max_tokens, device = self.cfg.train.eval_max_tokens, self.replica.device
+        name = self.score_name
         return {
-            "dev_accuracy": evaluate(self.model, self.dev_set, max_tokens, device)["accuracy"],
-            "test_accuracy": evaluate(self.model, self.test_set, max_tokens, device)["accuracy"],
+            f"dev_{name}": self._evaluate(self.dev_set)[name],
+            f"test_{name}": self._evaluate(self.test_set)[name],
         }
 
     def _checkpoint(self, path: Path, full: bool) -> None:

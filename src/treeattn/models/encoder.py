@@ -103,6 +103,9 @@ class TransformerEncoder(nn.Module):
         else:
             pos = self.position_table[:n]
         x = self.dropout(self.embed(tokens) * math.sqrt(self.d_model) + pos)
+        # One fresh context per pass, shared by its layers: a mechanism may hand state from
+        # one layer to the next (the constituent links), never from one pass to another.
+        context = dict(context or {})
         for layer in self.layers:
-            x = layer(x, pad_mask, context or {})
+            x = layer(x, pad_mask, context)
         return self.final_norm(x)

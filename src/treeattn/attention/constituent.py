@@ -1,0 +1,131 @@
+"""Constituent attention: the Tree Transformer (Wang, Lee & Chen, EMNLP 2019).
+
+Every layer scores how strongly each pair of neighbouring words belongs to one constituent
+and multiplies the attention probabilities by a *constituent prior* built from those
+scores, so a word attends mostly inside the constituents it shares with others:
+
+- Neighbouring attention: word i's query meets the keys of words i+1 and i-1,
+  ``s[i, i+1] = q_i . k_{i+1} / (d / 2)``; a softmax over the two neighbours only gives
+  ``p[i, i+1]`` and ``p[i, i-1]``, and the link between i and i+1 is
+  ``a_hat_i = sqrt(p[i, i+1] p[i+1, i])``: high only when both words choose each other.
+- Hierarchical constraint: ``a^l = a^(l-1) + (1 - a^(l-1)) a_hat^l`` with ``a^(-1) = 0``, so
+  links only grow with depth and constituents only merge.
+- Constituent prior: ``C[i, j] = prod_{k=i}^{j-1} a_k`` for i < j, symmetric, 1 on the
+  diagonal (the empty product); attention probabilities become
+  ``E = C * softmax(Q K^T / sqrt(d_k))``, not renormalised, as in the paper.
+
+The prior is computed in O(n^2) per sentence from one cumulative sum of log links (in
+float64, so that long sentences keep their precision), where the original release took
+two triangular matrix products, O(n^3). Links stay in [0, 1]; one at 0 (a forced break)
+or 1 gives no NaN in values or gradients.
+
+The layer reads the previous layer's links from ``context["constituent_links"]`` and
+writes its own there for the next one (the encoder gives every forward pass a fresh
+context), so a stack of these layers is the Tree Transformer; a lone layer starts from
+``a^(-1) = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from treeattn.attention.registry import register_attention
+from treeattn.attention.vanilla import merge_heads, split_heads
+
+LINKS = "constituent_links"  # the context key that carries a^(l-1) to layer l
+# Links are clamped here before their log, so a link at 0 gives a finite log and a zero
+# gradient instead of -inf and NaN; the prior across it is exp(-69), nothing.
+SMALLEST_LINK = 1e-30
+
+
+def neighbour_links(query: torch.Tensor, key: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """``a_hat`` (B, n-1): the link between words i and i+1 from queries and keys (B, n, d).
+
+    Word i's softmax runs over its real neighbours only: the first word and the last real
+    word have one, so their one probability is 1. Links past a sentence's end are 0.
+    """
+    batch, n, d = query.shape
+    if n < 2:
+        return query.new_zeros(batch, 0)
+    scale = d / 2
+    to_right = (query[:, :-1] * key[:, 1:]).sum(-1) / scale  # s[i, i+1], i = 0..n-2
+    to_left = (query[:, 1:] * key[:, :-1]).sum(-1) / scale  # s[i+1, i], i = 0..n-2
+    positions = torch.arange(n, device=query.device)
+    real = positions[None, :] < lengths[:, None]  # (B, n)
+    link_real = real[:, 1:]  # link i joins two real words (i + 1 < length)
+    # Per word: its score toward the right and the left neighbour, -inf where there is none.
+    right = F.pad(to_right.masked_fill(~link_real, -torch.inf), (0, 1), value=-torch.inf)
+    left = F.pad(to_left.masked_fill(~link_real, -torch.inf), (1, 0), value=-torch.inf)
+    # A word without a real neighbour (padding, a one-word sentence) takes 0 on both sides,
+    # so that its (unused) softmax is defined and no NaN reaches a gradient.
+    alone = (right == -torch.inf) & (left == -torch.inf)
+    right, left = right.masked_fill(alone, 0.0), left.masked_fill(alone, 0.0)
+    total = torch.logaddexp(right, left)
+    log_p_right, log_p_left = right - total, left - total  # log p[i, i+1], log p[i, i-1]
+    log_link = 0.5 * (log_p_right[:, :-1] + log_p_left[:, 1:])
+    return torch.where(link_real, log_link.exp(), 0.0)
+
+
+def hierarchical_links(previous: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
+    """``a^l = a^(l-1) + (1 - a^(l-1)) a_hat^l``; ``previous`` None is ``a^(-1) = 0``."""
+    if previous is None:
+        return new
+    return previous + (1 - previous) * new
+
+
+def constituent_prior(links: torch.Tensor) -> torch.Tensor:
+    """The prior C (B, n, n) from links (B, n-1): ``C[i, j] = prod_{k=i}^{j-1} a_k``.
+
+    With ``S_j = sum_{k<j} log a_k``, ``log C[i, j] = S_j - S_i`` for i < j: one cumulative
+    sum and one difference per pair, O(n^2). The upper and lower triangles are chosen by
+    position (not by an absolute value, whose derivative is 0 where links are exactly 1).
+    """
+    log_links = links.to(torch.float64).clamp(min=SMALLEST_LINK).log()
+    prefix = F.pad(log_links.cumsum(-1), (1, 0))  # (B, n): S_0 = 0 .. S_{n-1}
+    difference = prefix[:, None, :] - prefix[:, :, None]  # [i, j] = S_j - S_i
+    n = prefix.shape[-1]
+    upper = torch.ones(n, n, dtype=torch.bool, device=links.device).triu()
+    log_prior = torch.where(upper, difference, difference.mT)
+    return log_prior.exp().to(links.dtype)
+
+
+@register_attention("constituent")
+class ConstituentAttention(nn.Module):
+    """Multi-head self-attention times the Tree Transformer's constituent prior.
+
+    The links come from their own query and key maps (``link_query``, ``link_key``, d to
+    d, as the paper's neighbouring attention); the prior is shared by all heads. No
+    options.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.link_query = nn.Linear(d_model, d_model)
+        self.link_key = nn.Linear(d_model, d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
+    ) -> torch.Tensor:
+        """x: (B, n, d); pad_mask: (B, n), True at padding (at the end). Returns (B, n, d)
+        and leaves this layer's links (B, n-1) in ``context["constituent_links"]``."""
+        context = {} if context is None else context
+        lengths = (~pad_mask).sum(1)
+        new = neighbour_links(self.link_query(x), self.link_key(x), lengths)
+        links = hierarchical_links(context.get(LINKS), new)
+        context[LINKS] = links
+        prior = constituent_prior(links)  # (B, n, n)
+        q, k, v = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(pad_mask[:, None, None, :], -torch.inf)
+        probs = torch.softmax(scores, dim=-1) * prior[:, None]
+        return self.out(merge_heads(self.dropout(probs) @ v))
