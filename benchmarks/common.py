@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from treeattn.data.tree_tensors import TreeTensors, collate_trees, encode_tree
 from treeattn.trees.tree import Tree
@@ -150,6 +151,32 @@ def interleaved_median_ms(
             synchronize(device)
             times[name].append((time.perf_counter() - begin) * 1e3)
     return {name: (statistics.median(times[name]), repeats) for name in names}
+
+
+def peak_bytes(step: Callable[[], object], device: torch.device):
+    """Peak bytes of tensors allocated during one call of ``step``, and what ``step``
+    returned. On CUDA, ``max_memory_allocated`` less what was allocated before; on CPU, the
+    largest running sum of the allocations and frees that ``torch.profiler`` records
+    (tensors only: not memory that libraries take outside PyTorch's allocator)."""
+    if device.type == "cuda":
+        synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        result = step()
+        synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before, result
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = step()
+    events = [
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch._C._autograd.DeviceType.CPU
+    ]
+    live = peak = 0
+    for _, nbytes in sorted(events):
+        live += nbytes  # frees are negative
+        peak = max(peak, live)
+    return peak, result
 
 
 # ---------------------------------------------------------------- tables

@@ -50,12 +50,11 @@ import argparse
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from tests.hierarchical_reference import dense_accumulation
-from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.common import (
     add_run_arguments,
@@ -65,8 +64,8 @@ from benchmarks.common import (
     machine_line,
     markdown_table,
     median_ms,
+    peak_bytes,
     start_device,
-    synchronize,
     tree_batch,
     write_results,
 )
@@ -81,30 +80,6 @@ DENSE_S, DENSE_MASK = 6.0, 2.0
 
 
 # ---------------------------------------------------------------- memory
-def peak_bytes(step: Callable[[], object], device: torch.device):
-    """Peak bytes of tensors allocated during one call of ``step`` (see the module
-    docstring), and what ``step`` returned."""
-    if device.type == "cuda":
-        synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        before = torch.cuda.memory_allocated(device)
-        result = step()
-        synchronize(device)
-        return torch.cuda.max_memory_allocated(device) - before, result
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        result = step()
-    events = [
-        (e.start_ns(), e.nbytes())
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]" and e.device_type() == torch._C._autograd.DeviceType.CPU
-    ]
-    live = peak = 0
-    for _, nbytes in sorted(events):
-        live += nbytes  # frees are negative
-        peak = max(peak, live)
-    return peak, result
-
-
 def available_bytes() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

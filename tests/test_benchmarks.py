@@ -10,7 +10,9 @@ import pytest
 ROOT = Path(__file__).parents[1]
 
 
-@pytest.mark.parametrize("script", ["hierarchical_accumulation", "step_time", "structs"])
+@pytest.mark.parametrize(
+    "script", ["hierarchical_accumulation", "step_time", "structs", "constituent_prior"]
+)
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
@@ -23,3 +25,5 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
         for row in ours:
             assert row["finite_items"] == row["batch"]
             assert row["max_head_sum_error"] < 1e-9
+    if script == "constituent_prior":
+        assert all(row["max_abs_diff_prior"] < 1e-6 for row in results["rows"])

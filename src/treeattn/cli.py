@@ -13,7 +13,7 @@ treeattn: syntax inside Transformer attention.
 
 Train and evaluate Transformer encoders whose attention mechanism is chosen by name
 (and tree encoders: hierarchical accumulation, Tree-LSTM), look at what they learned
-(attention maps, latent trees),
+(attention maps, latent trees, induced constituency trees),
 read and score parse trees, and run the built-in ListOps demo.
 """
 
@@ -24,6 +24,8 @@ examples:
   treeattn evaluate runs/sst5-s2/best.pt test
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn latent-trees runs/sst5-structured/best.pt test
+  treeattn induce runs/text-constituent/best.pt --ptb test
+  treeattn constituent-prior runs/text-constituent/best.pt "the cat sat on the mat"
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
   treeattn show data/sst/dev.txt --limit 2
@@ -257,6 +259,116 @@ def _latent_trees(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_induce(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "induce",
+        help="a Tree Transformer's unsupervised trees for raw text, or scored on the PTB sample",
+        description="Read constituency trees off a trained Tree Transformer (constituent "
+        "attention), by Wang et al.'s Algorithm 1: split each span at its weakest link, "
+        "descending a layer while that link is above --threshold. Give TEXTFILE (one "
+        "sentence per line, words separated by spaces) to write one bracketed tree per line, "
+        "or --ptb SPLIT to parse the PTB sample's sentences and score the trees against its "
+        "gold trees (unlabeled F1 with random, left- and right-branching baselines, recall "
+        "by phrase type), on every sentence and on those of at most --max-words words.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
+    p.add_argument("textfile", nargs="?", help="sentences to parse, one per line")
+    p.add_argument(
+        "--ptb",
+        metavar="SPLIT",
+        choices=("train", "dev", "test", "all"),
+        help="parse and score the PTB sample's train, dev, test or all sentences",
+    )
+    p.add_argument("-o", "--out", metavar="FILE", help="write the trees here (default: stdout)")
+    p.add_argument("--threshold", type=float, default=0.8, help="link strength (default 0.8)")
+    p.add_argument("--min-layer", type=int, default=0, help="lowest layer used (default 0)")
+    p.add_argument(
+        "--max-words",
+        type=_positive,
+        default=10,
+        help="the short-sentence table's limit, after punctuation removal (10)",
+    )
+    p.set_defaults(run=_induce)
+
+
+def _induce(args: argparse.Namespace) -> int:
+    from treeattn.data.ptb import load_ptb_sample
+    from treeattn.engine.induction import induce_trees, load_tree_transformer, score_induction
+
+    if (args.textfile is None) == (args.ptb is None):
+        raise ValueError("give either TEXTFILE or --ptb SPLIT")
+    saved = load_tree_transformer(args.checkpoint)
+    if args.textfile:
+        lines = Path(args.textfile).read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise ValueError(f"{args.textfile}:{number}: empty line")
+        sentences = [line.split() for line in lines]
+        trees = induce_trees(saved, sentences, args.threshold, args.min_layer, args.textfile)
+    else:
+        gold = [
+            e.tree for e in load_ptb_sample(None if args.ptb == "all" else args.ptb, clean=True)
+        ]
+        sentences = [tree.leaves() for tree in gold]
+        where = f"PTB sample {args.ptb}"
+        trees = induce_trees(saved, sentences, args.threshold, args.min_layer, where)
+        for title, limit in (
+            (f"all {len(gold)} sentences", None),
+            (f"<= {args.max_words} words", args.max_words),
+        ):
+            scores = score_induction(gold, trees, limit)
+            print(f"{where}, {title} ({scores['sentences']} scored): unlabeled F1")
+            print(f"{'trees':<16} {'sentence F1':>11} {'corpus F1':>10}")
+            for method, f1 in scores["f1"].items():
+                print(f"{method:<16} {f1.sentence_f1:>11.1f} {f1.corpus_f1:>10.1f}")
+            recall = "  ".join(
+                f"{label} {value:.1f}"
+                for label, value in scores["recall"].items()
+                if value is not None
+            )
+            print(f"recall by phrase type: {recall}\n")
+    text = "".join(tree.to_brackets() + "\n" for tree in trees)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{len(trees)} trees written to {args.out}")
+    elif args.textfile:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_prior(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "constituent-prior",
+        help="heat maps of a Tree Transformer's constituent prior for one sentence",
+        description="Draw the constituent prior C of chosen layers of a trained Tree "
+        "Transformer for one sentence, side by side in one PNG (or SVG).",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
+    p.add_argument("sentence", help="the sentence, words separated by spaces")
+    p.add_argument("-o", "--out", default="constituent_prior.png", help="image file")
+    p.add_argument("--layers", type=int, nargs="+", help="layers, from 0 (default: all)")
+    p.set_defaults(run=_prior)
+
+
+def _prior(args: argparse.Namespace) -> int:
+    from treeattn.engine.induction import load_tree_transformer, sentence_priors
+    from treeattn.viz.attention import plot_priors
+
+    saved = load_tree_transformer(args.checkpoint)
+    words = args.sentence.split()
+    if not words:
+        raise ValueError("the sentence is empty")
+    priors = sentence_priors(saved, words)
+    layers = args.layers if args.layers is not None else list(range(len(priors)))
+    for layer in layers:
+        if not 0 <= layer < len(priors):
+            raise ValueError(f"layer {layer} is not in 0..{len(priors) - 1}")
+    titles = [f"layer {layer}" for layer in layers]
+    path = plot_priors([priors[layer] for layer in layers], words, titles, args.out)
+    print(f"written to {path}")
+    return 0
+
+
 def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
@@ -292,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_report,
         _add_attention,
         _add_latent_trees,
+        _add_induce,
+        _add_prior,
         _add_evalb,
         _add_show,
         _add_demo,

@@ -15,7 +15,8 @@ from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, ModelConfig
-from treeattn.engine.datasets import CLASSES, LabeledSentence
+from treeattn.engine.datasets import CLASSES, TEXT, LabeledSentence
+from treeattn.engine.masked_lm import MaskedLanguageModel
 from treeattn.metrics.classification import accuracy
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
 from treeattn.models.encoder import TransformerEncoder
@@ -60,6 +61,19 @@ def model_names() -> list[str]:
 
 def uses_trees(cfg: Config) -> bool:
     return cfg.model.attention in TREE_ENCODERS
+
+
+def build_model(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> nn.Module:
+    """The configured model: a masked language model for the ``text`` data set, otherwise a
+    sentence classifier."""
+    if cfg.data.name == TEXT:
+        if uses_trees(cfg):
+            raise ValueError(
+                "masked language modelling reads raw text, but model.attention="
+                f"{cfg.model.attention!r} needs trees; choose a token-level mechanism"
+            )
+        return MaskedLanguageModel(build_encoder(cfg.model, vocab_size), vocab_size)
+    return build_classifier(cfg, vocab_size, node_vocab_size)
 
 
 def build_classifier(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> nn.Module:

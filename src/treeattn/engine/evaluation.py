@@ -14,20 +14,22 @@ from treeattn.data.vocab import Vocab
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.classification import (
     EncodedSet,
-    build_classifier,
+    build_model,
     check_lengths,
     encode_split,
     evaluate,
     uses_trees,
 )
 from treeattn.engine.config import Config
-from treeattn.engine.datasets import SPLITS, LabeledSentence, load_split, read_file
+from treeattn.engine.datasets import SPLITS, TEXT, LabeledSentence, load_split, read_file
+from treeattn.engine.masked_lm import Masking
+from treeattn.engine.masked_lm import evaluate as evaluate_masked_lm
 from treeattn.engine.distributed import pick_device
 
 
 @dataclass
 class SavedModel:
-    """A trained classifier with what it needs to read data: its config and vocabularies."""
+    """A trained model with what it needs to read data: its config and vocabularies."""
 
     cfg: Config
     model: nn.Module
@@ -68,7 +70,7 @@ def load_model(checkpoint: str | Path, device: str = "auto") -> SavedModel:
         raise ValueError(f"{checkpoint}: a tree model's checkpoint without its node vocabulary")
     target = pick_device(device)
     node_vocab_size = len(node_vocab) if node_vocab is not None else 0
-    model = build_classifier(cfg, len(vocab), node_vocab_size).to(target)
+    model = build_model(cfg, len(vocab), node_vocab_size).to(target)
     try:
         model.load_state_dict(state["model"])
     except RuntimeError as error:  # weights of another version of the model
@@ -77,9 +79,16 @@ def load_model(checkpoint: str | Path, device: str = "auto") -> SavedModel:
 
 
 def evaluate_checkpoint(checkpoint: str | Path, data: str, device: str = "auto") -> dict[str, Any]:
-    """Accuracy and loss of a checkpoint on ``data``: a split name or a file path."""
+    """Accuracy and loss of a checkpoint on ``data`` (a split name or a file path); a masked
+    language model's perplexity and loss instead."""
     saved = load_model(checkpoint, device)
     examples, where = saved.examples(data)
     encoded = saved.encode(examples, where)
-    metrics = evaluate(saved.model, encoded, saved.cfg.train.eval_max_tokens, saved.device)
+    max_tokens = saved.cfg.train.eval_max_tokens
+    if saved.cfg.data.name == TEXT:  # a masked language model: perplexity
+        split = tuple(saved.cfg.data.mask_split)
+        masking = Masking(saved.cfg.data.mask_rate, split, len(saved.vocab))
+        metrics = evaluate_masked_lm(saved.model, encoded, max_tokens, saved.device, masking)
+    else:
+        metrics = evaluate(saved.model, encoded, max_tokens, saved.device)
     return {"data": where, **metrics}

@@ -27,8 +27,7 @@ from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint
 from treeattn.engine.classification import (
     TREE_ENCODERS,
     batch_loss,
-    build_classifier,
-    build_encoder,
+    build_model,
     check_lengths,
     encode_split,
     evaluate,
@@ -222,11 +221,6 @@ class Trainer:
         self.masked_lm = cfg.data.name == TEXT
         self.score_name = "perplexity" if self.masked_lm else "accuracy"
         trees = uses_trees(cfg)
-        if self.masked_lm and trees:
-            raise ValueError(
-                "masked language modelling reads raw text, but model.attention="
-                f"{cfg.model.attention!r} needs trees; choose a token-level mechanism"
-            )
         splits = {name: load_split(cfg.data, name, trees) for name in ("train", "dev", "test")}
         for name, rows in splits.items():  # before training, not after hours of it
             check_lengths(rows, cfg.model.max_length, f"{cfg.data.name} {name}")
@@ -251,12 +245,8 @@ class Trainer:
             split = tuple(cfg.data.mask_split)
             self.masking = masked_lm.Masking(cfg.data.mask_rate, split, len(self.vocab))
             self.masking.check(f"{cfg.data.name} config")
-            encoder = build_encoder(cfg.model, len(self.vocab))
-            model: nn.Module = masked_lm.MaskedLanguageModel(encoder, len(self.vocab))
-        else:
-            node_vocab_size = len(self.node_vocab) if trees else 0
-            model = build_classifier(cfg, len(self.vocab), node_vocab_size)
-        self.model = model.to(replica.device)
+        node_vocab_size = len(self.node_vocab) if trees else 0
+        self.model = build_model(cfg, len(self.vocab), node_vocab_size).to(replica.device)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay
         )

@@ -65,6 +65,37 @@ def plot_attention(
     return path
 
 
+def plot_priors(
+    priors: Sequence[np.ndarray],
+    words: Sequence[str],
+    titles: Sequence[str],
+    path: str | Path,
+) -> Path:
+    """Heat maps of several (n, n) matrices over the same words (a Tree Transformer's
+    constituent prior at several layers), side by side on one 0-1 colour scale."""
+    if not priors or len(priors) != len(titles):
+        raise ValueError(f"{len(priors)} matrices for {len(titles)} titles")
+    n = len(words)
+    path = Path(path)
+    size = min(12.0, max(2.5, 0.25 * n + 1.5))
+    fig, axes = plt.subplots(
+        1, len(priors), figsize=(size * len(priors), size), dpi=100, squeeze=False
+    )
+    for ax, matrix, title in zip(axes[0], priors, titles, strict=True):
+        matrix = _as_numpy(matrix)
+        if matrix.shape != (n, n):
+            raise ValueError(f"a {matrix.shape} matrix for {n} words")
+        image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_xticks(range(n), labels=list(words), rotation=90, fontsize=8)
+        ax.set_yticks(range(n), labels=list(words), fontsize=8)
+        ax.set_title(title)
+    fig.colorbar(image, ax=list(axes[0]), fraction=0.02, pad=0.02)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def attention_share(
     weights: torch.Tensor | Sequence[torch.Tensor],
     node_mask: torch.Tensor,
