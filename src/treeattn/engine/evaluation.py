@@ -22,9 +22,9 @@ from treeattn.engine.classification import (
 )
 from treeattn.engine.config import Config
 from treeattn.engine.datasets import SPLITS, TEXT, LabeledSentence, load_split, read_file
+from treeattn.engine.distributed import pick_device
 from treeattn.engine.masked_lm import Masking
 from treeattn.engine.masked_lm import evaluate as evaluate_masked_lm
-from treeattn.engine.distributed import pick_device
 
 
 @dataclass
