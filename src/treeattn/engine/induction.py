@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
-from treeattn.data.batching import bucket_batches
+from treeattn.data.batching import bucket_batches, pad_ids
+from treeattn.data.vocab import Vocab
 from treeattn.engine.evaluation import SavedModel, load_model
 from treeattn.metrics.unsupervised import (
     gold_spans,
@@ -67,13 +68,17 @@ def layer_links(model: nn.Module, tokens: torch.Tensor, pad_mask: torch.Tensor) 
     return torch.stack(found)
 
 
+def encode_words(saved: SavedModel, words: Sequence[str]) -> list[int]:
+    """Word ids as the model was trained to read them (lowercased when it was)."""
+    lower = saved.cfg.data.lowercase
+    return saved.vocab.encode([w.lower() if lower else w for w in words])
+
+
 def sentence_priors(saved: SavedModel, words: Sequence[str]) -> list[np.ndarray]:
     """Every layer's constituent prior (n, n) for one sentence, bottom layer first."""
     if len(words) > saved.cfg.model.max_length:
         raise ValueError(f"{len(words)} words, more than max_length={saved.cfg.model.max_length}")
-    lower = saved.cfg.data.lowercase
-    ids = saved.vocab.encode([w.lower() if lower else w for w in words])
-    tokens = torch.tensor([ids], device=saved.device)
+    tokens = torch.tensor([encode_words(saved, words)], device=saved.device)
     pad_mask = torch.zeros_like(tokens, dtype=torch.bool)
     links = layer_links(saved.model, tokens, pad_mask)[:, 0]  # (L, n-1)
     return [constituent_prior(layer[None])[0].cpu().numpy() for layer in links]
@@ -123,26 +128,17 @@ def induce_trees(
                 f"{where}: sentence {line} has {len(words)} words, more than the model's "
                 f"max_length={saved.cfg.model.max_length}"
             )
-    lower = saved.cfg.data.lowercase
-    ids = [
-        torch.tensor(saved.vocab.encode([w.lower() if lower else w for w in words]))
-        for words in sentences
-    ]
+    ids = [encode_words(saved, words) for words in sentences]
     lengths = [len(x) for x in ids]
-    trees: list[Tree | None] = [None] * len(sentences)
+    found: dict[int, Tree] = {}
     for indices in bucket_batches(lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
-        n = max(lengths[i] for i in indices)
-        tokens = torch.zeros(len(indices), n, dtype=torch.long)
-        pad_mask = torch.ones(len(indices), n, dtype=torch.bool)
-        for row, i in enumerate(indices):
-            tokens[row, : lengths[i]] = ids[i]
-            pad_mask[row, : lengths[i]] = False
+        tokens, pad_mask = pad_ids([ids[i] for i in indices], Vocab.pad_id)
         links = layer_links(saved.model, tokens.to(saved.device), pad_mask.to(saved.device))
         links = links.cpu().numpy()
         for row, i in enumerate(indices):
             spans = induce_spans(links[:, row, : lengths[i] - 1], threshold, min_layer)
-            trees[i] = spans_to_tree(sentences[i], spans | {(0, lengths[i])})
-    return [tree for tree in trees if tree is not None]
+            found[i] = spans_to_tree(sentences[i], spans | {(0, lengths[i])})
+    return [found[i] for i in range(len(sentences))]
 
 
 PHRASE_TYPES = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")

@@ -174,7 +174,7 @@ def _truncate_log(path: Path, after_step: int) -> None:
 
 
 def train(cfg: Config, resume: bool = True, stop_after_steps: int | None = None) -> dict[str, Any]:
-    """Train the configured classifier; returns the results dict also written to results.json.
+    """Train the configured model; returns the results dict also written to results.json.
 
     With ``resume`` (the default) a ``last.pt`` in ``cfg.out_dir`` is picked up where it
     stopped. ``stop_after_steps`` stops (with a checkpoint) once that many optimizer steps
