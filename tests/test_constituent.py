@@ -20,7 +20,7 @@ from treeattn.attention.constituent import (
     neighbour_links,
 )
 from treeattn.engine.induction import induce_spans, spans_to_tree
-from treeattn.engine.masked_lm import IGNORE, Masking, mask_tokens
+from treeattn.engine.masked_lm import IGNORE, Masking, MaskedLanguageModel, mask_tokens
 from treeattn.models.encoder import TransformerEncoder
 
 DTYPE = torch.float64
@@ -226,3 +226,18 @@ def test_masking_settings_are_checked():
         Masking(0.15, (0.8, 0.1), 10).check("cfg")
     with pytest.raises(ValueError, match="mask_split"):
         Masking(0.15, (0.8, 0.3, 0.1), 10).check("cfg")
+
+
+def test_masked_lm_scores_only_the_chosen_positions_and_matches_all_positions():
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(50, d_model=16, n_heads=2, attention="constituent", dropout=0.0)
+    model = MaskedLanguageModel(encoder, 50).eval()
+    tokens = torch.randint(3, 50, (3, 7))
+    pad_mask = torch.zeros_like(tokens, dtype=torch.bool)
+    pad_mask[1, 5:] = True
+    chosen = torch.rand(3, 7) < 0.4
+    chosen &= ~pad_mask
+    every = model(tokens, pad_mask)
+    some = model(tokens, pad_mask, predict=chosen)
+    assert every.shape == (3, 7, 50) and some.shape == (int(chosen.sum()), 50)
+    assert_close(some, every[chosen])

@@ -63,7 +63,7 @@ def mask_tokens(
 
 class MaskedLanguageModel(nn.Module):
     """An encoder with an output layer tied to its word embeddings: (B, n) -> logits
-    (B, n, V)."""
+    (B, n, V), or (k, V) at the ``k`` positions where ``predict`` (B, n) is True."""
 
     def __init__(self, encoder: nn.Module, vocab_size: int) -> None:
         super().__init__()
@@ -71,9 +71,17 @@ class MaskedLanguageModel(nn.Module):
         self.output_bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(
-        self, tokens: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
+        self,
+        tokens: torch.Tensor,
+        pad_mask: torch.Tensor,
+        context: dict | None = None,
+        predict: torch.Tensor | None = None,
     ) -> torch.Tensor:
         states = self.encoder(tokens, pad_mask, context)
+        if predict is not None:
+            # Only the masked words are scored: the output layer over the whole vocabulary
+            # is most of a step's work, and the rest of the positions have no target.
+            states = states[predict]
         return F.linear(states, self.encoder.embed.weight, self.output_bias)
 
 
@@ -85,9 +93,10 @@ def masked_lm_loss(
 ) -> tuple[torch.Tensor, int]:
     """(summed cross-entropy over the masked positions, their number) for one batch."""
     inputs, targets = mask_tokens(batch.tokens, batch.pad_mask, masking, generator)
-    logits = model(inputs, batch.pad_mask, batch.context)
-    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-    return loss, int((targets != IGNORE).sum())
+    chosen = targets != IGNORE
+    logits = model(inputs, batch.pad_mask, batch.context, predict=chosen)
+    loss = F.cross_entropy(logits, targets[chosen], reduction="sum")
+    return loss, int(chosen.sum())
 
 
 def batch_loss(model: nn.Module, batch: TokenBatch, masking: Masking) -> torch.Tensor:
