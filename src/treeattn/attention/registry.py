@@ -3,7 +3,8 @@
 Every mechanism is an ``nn.Module`` built as ``cls(d_model, n_heads, dropout, **options)``
 whose ``forward(x, pad_mask, context)`` maps (B, n, d) to (B, n, d). ``context`` is a dict
 of extra batch tensors (trees, distances, ...) that a mechanism may need; ``pad_mask`` is
-(B, n), True at padding.
+(B, n), True at padding. The encoder sets ``context[LAYER]`` to the index of the layer
+running (0 at the bottom), for mechanisms that act in some layers only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from torch import nn
+
+LAYER = "layer"
 
 _MECHANISMS: dict[str, type[nn.Module]] = {}
 

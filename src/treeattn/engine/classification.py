@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.attention import attention_names
+from treeattn.attention.distance import GAPS, gap_distances
 from treeattn.attention.hierarchical import DEFAULT_MAX_DEPTH
 from treeattn.data.batching import TokenBatch, bucket_batches, pad_ids
 from treeattn.data.sst import IGNORE_LABEL
@@ -63,11 +64,16 @@ def uses_trees(cfg: Config) -> bool:
     return cfg.model.attention in TREE_ENCODERS
 
 
+def uses_distances(cfg: Config) -> bool:
+    """Token-level mechanisms that read each sentence's tree as syntactic distances."""
+    return cfg.model.attention == "distance"
+
+
 def build_model(cfg: Config, vocab_size: int, node_vocab_size: int = 0) -> nn.Module:
     """The configured model: a masked language model for the ``text`` data set, otherwise a
     sentence classifier."""
     if cfg.data.name == TEXT:
-        if uses_trees(cfg):
+        if uses_trees(cfg) or uses_distances(cfg):
             raise ValueError(
                 "masked language modelling reads raw text, but model.attention="
                 f"{cfg.model.attention!r} needs trees; choose a token-level mechanism"
@@ -141,6 +147,7 @@ class EncodedSet:
 
     Tree models pass ``node_vocab`` (node label ids) and ``binary`` (binarise the trees
     first); ``where`` names the data in errors. Batches are bounded by leaves + nodes.
+    ``distances`` keeps each tree's gap distances instead, for the ``distance`` mechanism.
     """
 
     def __init__(
@@ -150,11 +157,17 @@ class EncodedSet:
         node_vocab: Vocab | None = None,
         binary: bool = False,
         where: str = "data",
+        distances: bool = False,
     ) -> None:
         self.ids = [torch.tensor(vocab.encode(ex.tokens), dtype=torch.long) for ex in examples]
         self.labels = torch.tensor([ex.label for ex in examples], dtype=torch.long)
         self.lengths = [len(ids) for ids in self.ids]
         self.node_vocab = node_vocab
+        self.gaps = (
+            [_gaps(ex, f"{where}: sentence {i + 1}") for i, ex in enumerate(examples)]
+            if distances
+            else []
+        )
         if node_vocab is None:
             return
         self.trees: list[TreeArrays] = []
@@ -178,6 +191,9 @@ class EncodedSet:
     def batch(self, indices: Sequence[int]) -> TokenBatch:
         tokens, pad_mask = pad_ids([self.ids[i] for i in indices], Vocab.pad_id)
         batch = TokenBatch(tokens, pad_mask, self.labels[list(indices)])
+        if self.gaps:
+            # Gaps past a sentence's end lead to padding only; their 0 is never read.
+            batch.context = {GAPS: pad_ids([self.gaps[i] for i in indices])[0]}
         if self.node_vocab is None:
             return batch
         trees = collate_trees([self.trees[i] for i in indices])
@@ -189,6 +205,18 @@ class EncodedSet:
         return batch
 
 
+def _gaps(example: LabeledSentence, where: str) -> torch.Tensor:
+    if example.tree is None:
+        raise ValueError(f"{where}: distance attention needs data with trees")
+    gaps = gap_distances([example.tree])
+    if len(gaps) != len(example.tokens) - 1:
+        raise ValueError(
+            f"{where}: its tree has {len(gaps) + 1} words but the sentence has "
+            f"{len(example.tokens)} tokens"
+        )
+    return torch.tensor(gaps, dtype=torch.long)
+
+
 def encode_split(
     cfg: Config,
     examples: Sequence[LabeledSentence],
@@ -198,7 +226,7 @@ def encode_split(
 ) -> EncodedSet:
     """``examples`` encoded for the configured model (with trees for tree models)."""
     if not uses_trees(cfg):
-        return EncodedSet(examples, vocab)
+        return EncodedSet(examples, vocab, where=where, distances=uses_distances(cfg))
     binary = TREE_ENCODERS[cfg.model.attention][1]
     encoded = EncodedSet(examples, vocab, node_vocab, binary=binary, where=where)
     options = cfg.model.attention_options

@@ -83,6 +83,21 @@ def _whole_tree(ex: SentimentExample, to_binary: bool, phrases: bool) -> Labeled
     return LabeledSentence(ex.tokens, label(ex.label), _unlabeled(ex.tree), spans)
 
 
+def _subtrees_by_span(tree: Tree) -> dict[tuple[int, int], Tree]:
+    """Every phrase of ``tree`` by its word span (the highest of a unary chain)."""
+    found: dict[tuple[int, int], Tree] = {}
+    stack = [(tree, 0)]
+    while stack:
+        node, start = stack.pop()
+        end = start + len(node)
+        found.setdefault((start, end), node)
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, start))
+            start += 1 if isinstance(child, str) else len(child)
+    return found
+
+
 def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
     """One split of the configured data set.
 
@@ -112,8 +127,13 @@ def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[L
             # Every node's phrase with its own label; the root is the whole sentence. For
             # SST-2 this includes the polar phrases of sentences whose root is neutral.
             rows = [
-                LabeledSentence(ex.tokens[start:end], label if fine else binary_label(label))
+                LabeledSentence(
+                    ex.tokens[start:end],
+                    label if fine else binary_label(label),
+                    subtrees[start, end],
+                )
                 for ex in load_sst(split, root=cfg.root, fine_grained=True)
+                for subtrees in [_subtrees_by_span(ex.tree)]
                 for start, end, label in ex.phrase_labels
                 if fine or binary_label(label) != IGNORE_LABEL
             ]

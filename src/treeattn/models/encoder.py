@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from treeattn.attention import build_attention
+from treeattn.attention.registry import LAYER
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
@@ -106,6 +107,7 @@ class TransformerEncoder(nn.Module):
         # One fresh context per pass, shared by its layers: a mechanism may hand state from
         # one layer to the next (the constituent links), never from one pass to another.
         context = dict(context or {})
-        for layer in self.layers:
+        for index, layer in enumerate(self.layers):
+            context[LAYER] = index
             x = layer(x, pad_mask, context)
         return self.final_norm(x)
