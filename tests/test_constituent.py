@@ -20,7 +20,7 @@ from treeattn.attention.constituent import (
     neighbour_links,
 )
 from treeattn.engine.induction import induce_spans, spans_to_tree
-from treeattn.engine.masked_lm import IGNORE, Masking, MaskedLanguageModel, mask_tokens
+from treeattn.engine.masked_lm import IGNORE, MaskedLanguageModel, Masking, mask_tokens
 from treeattn.models.encoder import TransformerEncoder
 
 DTYPE = torch.float64
