@@ -11,7 +11,14 @@ ROOT = Path(__file__).parents[1]
 
 
 @pytest.mark.parametrize(
-    "script", ["hierarchical_accumulation", "step_time", "structs", "constituent_prior"]
+    "script",
+    [
+        "hierarchical_accumulation",
+        "step_time",
+        "structs",
+        "constituent_prior",
+        "distance_attention",
+    ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
@@ -27,3 +34,5 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
             assert row["max_head_sum_error"] < 1e-9
     if script == "constituent_prior":
         assert all(row["max_abs_diff_prior"] < 1e-6 for row in results["rows"])
+    if script == "distance_attention":
+        assert all(row["gates_agree"] for row in results["rows"])

@@ -112,8 +112,11 @@ def test_local_range_is_the_lowest_phrases_around_each_gap(tree: Tree):
 @settings(deadline=None, max_examples=50)
 @given(st.lists(st.integers(1, 6), min_size=0, max_size=12), st.sampled_from([0.3, 1.0, 4.0]))
 def test_soft_gate_is_the_product_of_alphas(gaps: list[int], tau: float):
-    bias = local_bias(torch.tensor([gaps]).reshape(1, len(gaps)), "soft", tau)[0]
+    gaps_tensor = torch.tensor([gaps]).reshape(1, len(gaps))
+    bias = local_bias(gaps_tensor, "soft", tau)[0]
     assert_close(bias.exp(), literal_gate(gaps, tau), rtol=1e-9, atol=1e-12)
+    fast = local_bias(gaps_tensor, "soft", tau, dtype=torch.float32)[0]
+    assert_close(fast.exp(), bias.exp(), rtol=1e-6, atol=1e-7)
 
 
 def test_soft_gate_tends_to_the_hard_mask():

@@ -20,9 +20,12 @@ integers) puts the gate's midpoint between "at most" and "more than", so that th
 gate tends to the hard one as tau -> 0. The other heads stay global. No parameters beyond
 those of multi-head attention.
 
-Both gates are one additive bias on the attention scores: renormalising ``p * gate`` is
-``softmax(scores + log gate)``, and ``log alpha = logsigmoid(2 x)``. The bias is built
-from two cumulative sums per query, O(n^2) per sentence, once per forward pass.
+The hard gate is a boolean mask built from each token's range bounds; the soft gate is
+an additive bias on the attention scores, since renormalising ``p * gate`` is
+``softmax(scores + log gate)``, and ``log alpha = logsigmoid(2 x)``: two cumulative sums
+per query, O(n^2) per sentence. Either is built once per forward pass and shared by the
+layers; the local heads and the global ones are two calls of
+``F.scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -73,44 +76,61 @@ def gap_distances(
     return gaps
 
 
-def local_bias(gaps: torch.Tensor, gate: str = "hard", tau: float = 1.0) -> torch.Tensor:
-    """The log gate (B, n, n) of query i toward key j from gap distances (B, n-1).
+def local_range(gaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each token's local range ``[start, end)`` (two (B, n) tensors) from gap distances
+    (B, n-1): to the left up to the nearest gap wider than the token's left gap, to the
+    right up to the nearest gap wider than its right gap. Gaps past a sentence's end may
+    hold anything: only padding lies beyond them."""
+    batch, n = gaps.shape[0], gaps.shape[1] + 1
+    own_left = F.pad(gaps, (1, 0))  # (B, n): token i's left gap (none for the first)
+    own_right = F.pad(gaps, (0, 1))  # its right gap (none for the last)
+    k = torch.arange(n - 1, device=gaps.device)
+    i = torch.arange(n, device=gaps.device)[:, None]
+    # [b, i, k]: gap k (between tokens k and k+1) is too wide for token i on its side.
+    wide_left = (gaps[:, None, :] > own_left[:, :, None]) & (k < i)
+    wide_right = (gaps[:, None, :] > own_right[:, :, None]) & (k >= i)
+    start = torch.where(wide_left, k + 1, 0).amax(-1) if n > 1 else i.T.expand(batch, n)
+    end = torch.where(wide_right, k + 1, n).amin(-1) if n > 1 else (i + 1).T.expand(batch, n)
+    return start, end
+
+
+def local_bias(
+    gaps: torch.Tensor, gate: str = "hard", tau: float = 1.0, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
+    """The log gate (B, n, n), float64, of query i toward key j from gap distances (B, n-1).
 
     ``hard``: 0 inside i's local range, ``-inf`` outside. ``soft``: the log of the product
-    of alphas over the gaps between i and j (0 on the diagonal). Gaps past a sentence's end
-    may hold anything finite: only padded keys lie beyond them.
+    of alphas over the gaps between i and j (0 on the diagonal). The log alphas are taken
+    in ``dtype`` (float32 halves the time and keeps them to 1e-7); their sums are float64,
+    since the gate is a difference of two long sums.
     """
     if gate not in GATES:
         raise ValueError(f"gate must be one of {', '.join(GATES)}, not {gate!r}")
-    if gate == "soft" and not tau > 0:
+    if gate == "hard":
+        inside = local_allowed(gaps)
+        return torch.zeros(inside.shape, dtype=torch.float64, device=gaps.device).masked_fill(
+            ~inside, -torch.inf
+        )
+    if not tau > 0:
         raise ValueError(f"tau must be positive, got {tau}")
-    gaps = gaps.to(torch.float64)
-    own_left = F.pad(gaps, (1, 0))  # (B, n): query i's left gap (none for the first)
-    own_right = F.pad(gaps, (0, 1))  # query i's right gap (none for the last)
-    # [b, i, k]: how gap k (between tokens k and k+1) weighs for query i on either side.
-    margin_left = own_left[:, :, None] - gaps[:, None, :] + 0.5
-    margin_right = own_right[:, :, None] - gaps[:, None, :] + 0.5
-    if gate == "hard":
-        # Count the gaps too wide to cross; a key is in range when none lies on the way.
-        weight_left, weight_right = (margin_left < 0).double(), (margin_right < 0).double()
-    else:
-        weight_left = F.logsigmoid(2 * margin_left / tau)
-        weight_right = F.logsigmoid(2 * margin_right / tau)
-    # prefix[b, i, m] = sum of weights of gaps 0..m-1, so gaps j..i-1 sum to
-    # prefix[i, i] - prefix[i, j] (keys left of i) and gaps i..j-1 to prefix[i, j] -
-    # prefix[i, i] (keys right of i).
-    prefix_left = F.pad(weight_left.cumsum(-1), (1, 0))
-    prefix_right = F.pad(weight_right.cumsum(-1), (1, 0))
-    at_query_left = prefix_left.diagonal(dim1=1, dim2=2)[:, :, None]
-    at_query_right = prefix_right.diagonal(dim1=1, dim2=2)[:, :, None]
-    n = prefix_left.shape[-1]
+    gaps = gaps.to(dtype)
+    own = torch.stack([F.pad(gaps, (1, 0)), F.pad(gaps, (0, 1))])  # (2, B, n): left, right
+    # [side, b, i, k]: log alpha of gap k for query i on that side.
+    log_alpha = F.logsigmoid((2 / tau) * (own[..., None] - gaps[:, None, :] + 0.5))
+    # prefix[.., i, m] sums gaps 0..m-1: gaps j..i-1 sum to prefix[i, i] - prefix[i, j]
+    # (keys left of i), gaps i..j-1 to prefix[i, j] - prefix[i, i] (keys right of i).
+    prefix = F.pad(log_alpha.to(torch.float64).cumsum(-1), (1, 0))
+    at_query = prefix.diagonal(dim1=-2, dim2=-1)[..., None]
+    n = prefix.shape[-1]
     right_of_query = torch.ones(n, n, dtype=torch.bool, device=gaps.device).triu(1)
-    crossed = torch.where(
-        right_of_query, prefix_right - at_query_right, at_query_left - prefix_left
-    )
-    if gate == "hard":
-        return torch.zeros_like(crossed).masked_fill(crossed > 0, -torch.inf)
-    return crossed  # a sum of log alphas
+    return torch.where(right_of_query, prefix[1] - at_query[1], at_query[0] - prefix[0])
+
+
+def local_allowed(gaps: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) True where key j lies in query i's local range (the hard gate)."""
+    start, end = local_range(gaps)
+    j = torch.arange(gaps.shape[1] + 1, device=gaps.device)
+    return (start[:, :, None] <= j) & (j < end[:, :, None])
 
 
 @register_attention("distance")
@@ -154,22 +174,37 @@ class DistanceAttention(nn.Module):
     ) -> torch.Tensor:
         """x: (B, n, d); pad_mask: (B, n), True at padding (at the end). Returns (B, n, d)."""
         context = {} if context is None else context
-        batch, n, _ = x.shape
         q, k, v = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
-        padded = torch.zeros(batch, 1, 1, n, dtype=x.dtype, device=x.device)
-        padded = padded.masked_fill(pad_mask[:, None, None, :], -torch.inf)
-        bias = padded.expand(batch, self.n_heads, n, n)
-        local = self.layers is None or context.get(LAYER, 0) in self.layers
-        if local and self.local_heads:
-            if GAPS not in context:
-                raise KeyError(f"distance attention needs context[{GAPS!r}], (B, n-1)")
-            key = (BIAS, self.gate, self.tau)
-            if key not in context:  # the same for every layer of this pass
-                gate = local_bias(context[GAPS], self.gate, self.tau).to(x.dtype)
-                # Padded queries keep their global rows: a row of -inf would give NaN.
-                context[key] = gate.masked_fill(pad_mask[:, :, None], 0.0)
-            heads = torch.arange(self.n_heads, device=x.device) < self.local_heads
-            bias = bias + torch.where(heads[None, :, None, None], context[key][:, None], 0.0)
         p = self.dropout if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
-        return self.out(merge_heads(out))
+        real_keys = ~pad_mask[:, None, None, :]  # (B, 1, 1, n)
+        local = self.layers is None or context.get(LAYER, 0) in self.layers
+        h = self.local_heads if local else 0
+        if h == 0:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=real_keys, dropout_p=p)
+            return self.out(merge_heads(out))
+        key = (BIAS, self.gate, self.tau)
+        if key not in context:  # the same for every layer of this pass
+            context[key] = self._local_mask(context, pad_mask, x.dtype)
+        # The local heads with their gate, the global ones as plain attention.
+        near = F.scaled_dot_product_attention(
+            q[:, :h], k[:, :h], v[:, :h], attn_mask=context[key], dropout_p=p
+        )
+        if h == self.n_heads:
+            return self.out(merge_heads(near))
+        far = F.scaled_dot_product_attention(
+            q[:, h:], k[:, h:], v[:, h:], attn_mask=real_keys, dropout_p=p
+        )
+        return self.out(merge_heads(torch.cat([near, far], dim=1)))
+
+    def _local_mask(self, context: dict, pad_mask: torch.Tensor, dtype: torch.dtype):
+        """(B, 1, n, n): a boolean mask (hard) or an additive log gate (soft), padded keys
+        shut; padded queries see every real key (a row of nothing would give NaN)."""
+        if GAPS not in context:
+            raise KeyError(f"distance attention needs context[{GAPS!r}], (B, n-1)")
+        gaps = context[GAPS]
+        padded_query, real_key = pad_mask[:, :, None], ~pad_mask[:, None, :]
+        if self.gate == "hard":
+            return ((local_allowed(gaps) | padded_query) & real_key)[:, None]
+        precision = torch.float64 if dtype == torch.float64 else torch.float32
+        bias = local_bias(gaps, "soft", self.tau, precision).masked_fill(padded_query, 0.0)
+        return bias.masked_fill(~real_key, -torch.inf).to(dtype)[:, None]
