@@ -9,9 +9,10 @@ Inputs: random binary trees over n words (seeded), their gap distances, a batch 
 sentences (B * n = 4096 tokens; at least one sentence).
 
 - Gate construction: ``treeattn.attention.distance.local_allowed`` (vectorised: each
-  token's range bounds from one comparison of every gap with its own two) against a literal walk, token by token, out to each side
-  until a gap is too wide (a Python loop, as a reading of the paper would write it);
-  both give the hard mask, which must agree exactly.
+  token's range bounds from one comparison of every gap with its own two) against a
+  literal walk, token by token, out to each side until a gap is too wide (a Python
+  loop, as a reading of the paper would write it); both give the hard mask, which must
+  agree exactly.
 - Encoder step: forward + backward of a 2-layer encoder (d = 64, 4 heads, 2 of them local
   in both layers) with ``distance`` attention, hard and soft, against ``vanilla``, on the
   same tokens; time ratio to vanilla.
