@@ -84,17 +84,12 @@ def _whole_tree(ex: SentimentExample, to_binary: bool, phrases: bool) -> Labeled
 
 
 def _subtrees_by_span(tree: Tree) -> dict[tuple[int, int], Tree]:
-    """Every phrase of ``tree`` by its word span (the highest of a unary chain)."""
+    """Every node of ``tree`` by its word span (the highest of a unary chain)."""
     found: dict[tuple[int, int], Tree] = {}
-    stack = [(tree, 0)]
-    while stack:
-        node, start = stack.pop()
-        end = start + len(node)
+    # Both walk every node in pre-order, so they pair up.
+    nodes = zip(tree.spans(include_preterminals=True), tree.subtrees(), strict=True)
+    for (_, start, end), node in nodes:
         found.setdefault((start, end), node)
-        for child in node.children:
-            if isinstance(child, Tree):
-                stack.append((child, start))
-            start += 1 if isinstance(child, str) else len(child)
     return found
 
 
