@@ -20,12 +20,12 @@ integers) puts the gate's midpoint between "at most" and "more than", so that th
 gate tends to the hard one as tau -> 0. The other heads stay global. No parameters beyond
 those of multi-head attention.
 
-The hard gate is a boolean mask built from each token's range bounds; the soft gate is
-an additive bias on the attention scores, since renormalising ``p * gate`` is
-``softmax(scores + log gate)``, and ``log alpha = logsigmoid(2 x)``: two cumulative sums
-per query, O(n^2) per sentence. Either is built once per forward pass and shared by the
-layers; the local heads and the global ones are two calls of
-``F.scaled_dot_product_attention``.
+Both gates are additive biases on the attention scores: the hard one 0 or ``-inf``
+from each token's range bounds, the soft one the log gate, since renormalising
+``p * gate`` is ``softmax(scores + log gate)``, and ``log alpha = logsigmoid(2 x)``:
+two cumulative sums outward from each query, O(n^2) per sentence. The bias is built once
+per forward pass and shared by the layers; the local heads and the global ones are two
+calls of ``F.scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from treeattn.trees.distance import syntactic_distances
 GAPS = "gap_distances"  # context key: (B, n-1) distances between adjacent tokens
 BIAS = "distance_mask"  # context key: the (B, 1, n, n) local mask, built once per pass
 SENTENCE_BREAK = 999
+INT16_MAX = torch.iinfo(torch.int16).max
 GATES = ("hard", "soft")
 
 
@@ -80,50 +81,57 @@ def local_range(gaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Each token's local range ``[start, end)`` (two (B, n) tensors) from gap distances
     (B, n-1): to the left up to the nearest gap wider than the token's left gap, to the
     right up to the nearest gap wider than its right gap. Gaps past a sentence's end may
-    hold anything: only padding lies beyond them."""
-    batch, n = gaps.shape[0], gaps.shape[1] + 1
-    own_left = F.pad(gaps, (1, 0))  # (B, n): token i's left gap (none for the first)
-    own_right = F.pad(gaps, (0, 1))  # its right gap (none for the last)
-    k = torch.arange(n - 1, device=gaps.device)
+    hold anything: only padding lies beyond them. Gaps of ``INT16_MAX`` and more count as
+    equal (tree distances never come near)."""
+    n = gaps.shape[1] + 1
+    if n == 1:  # a lone token has no gaps: its range is itself
+        start = torch.zeros(gaps.shape[0], 1, dtype=torch.long, device=gaps.device)
+        return start, start + 1
+    # int16 compares twice as fast as int64; positions must fit too.
+    index = torch.int16 if n < INT16_MAX else torch.int32
+    gaps = gaps.clamp(max=INT16_MAX).to(index)
+    widest = torch.iinfo(index).max  # no gap is wider than a missing one
+    own = torch.stack([F.pad(gaps, (1, 0), value=widest), F.pad(gaps, (0, 1), value=widest)])
+    k = torch.arange(1, n, dtype=index, device=gaps.device)  # gap k-1 lies left of token k
     i = torch.arange(n, device=gaps.device)[:, None]
-    # [b, i, k]: gap k (between tokens k and k+1) is too wide for token i on its side.
-    wide_left = (gaps[:, None, :] > own_left[:, :, None]) & (k < i)
-    wide_right = (gaps[:, None, :] > own_right[:, :, None]) & (k >= i)
-    start = torch.where(wide_left, k + 1, 0).amax(-1) if n > 1 else i.T.expand(batch, n)
-    end = torch.where(wide_right, k + 1, n).amin(-1) if n > 1 else (i + 1).T.expand(batch, n)
-    return start, end
+    # [side, b, i, k-1] > 0 where gap k-1 is too wide for token i on that side; the value
+    # is chosen so that the maximum picks the nearest: k on the left (start = k),
+    # n - k on the right (end = k).
+    nearest = torch.stack([k * (k <= i), (n - k) * (k > i)])[:, None]
+    best = ((gaps[:, None, :] > own[..., None]) * nearest).amax(-1)
+    return best[0].long(), n - best[1].long()
 
 
 def local_bias(
     gaps: torch.Tensor, gate: str = "hard", tau: float = 1.0, dtype: torch.dtype = torch.float64
 ) -> torch.Tensor:
-    """The log gate (B, n, n), float64, of query i toward key j from gap distances (B, n-1).
+    """The log gate (B, n, n), in ``dtype``, of query i toward key j from gap distances
+    (B, n-1).
 
-    ``hard``: 0 inside i's local range, ``-inf`` outside. ``soft``: the log of the product
-    of alphas over the gaps between i and j (0 on the diagonal). The log alphas are taken
-    in ``dtype`` (float32 halves the time and keeps them to 1e-7); their sums are float64,
-    since the gate is a difference of two long sums.
+    ``hard``: 0 inside i's local range, ``-inf`` outside. ``soft``: the sum of log alphas
+    over the gaps between i and j (0 on the diagonal), accumulated outward from i, so that
+    no long sums are subtracted and float32 keeps the gate to about 1e-7.
     """
     if gate not in GATES:
         raise ValueError(f"gate must be one of {', '.join(GATES)}, not {gate!r}")
     if gate == "hard":
         inside = local_allowed(gaps)
-        return torch.zeros(inside.shape, dtype=torch.float64, device=gaps.device).masked_fill(
+        return torch.zeros(inside.shape, dtype=dtype, device=gaps.device).masked_fill(
             ~inside, -torch.inf
         )
     if not tau > 0:
         raise ValueError(f"tau must be positive, got {tau}")
     gaps = gaps.to(dtype)
-    own = torch.stack([F.pad(gaps, (1, 0)), F.pad(gaps, (0, 1))])  # (2, B, n): left, right
-    # [side, b, i, k]: log alpha of gap k for query i on that side.
-    log_alpha = F.logsigmoid((2 / tau) * (own[..., None] - gaps[:, None, :] + 0.5))
-    # prefix[.., i, m] sums gaps 0..m-1: gaps j..i-1 sum to prefix[i, i] - prefix[i, j]
-    # (keys left of i), gaps i..j-1 to prefix[i, j] - prefix[i, i] (keys right of i).
-    prefix = F.pad(log_alpha.to(torch.float64).cumsum(-1), (1, 0))
-    at_query = prefix.diagonal(dim1=-2, dim2=-1)[..., None]
-    n = prefix.shape[-1]
-    right_of_query = torch.ones(n, n, dtype=torch.bool, device=gaps.device).triu(1)
-    return torch.where(right_of_query, prefix[1] - at_query[1], at_query[0] - prefix[0])
+    n = gaps.shape[1] + 1
+    k = torch.arange(n - 1, device=gaps.device)
+    left = k < torch.arange(n, device=gaps.device)[:, None]  # [i, k]: gap k is left of i
+    # [b, i, k]: log alpha of gap k for query i, against i's own gap on that side.
+    own = torch.where(left, F.pad(gaps, (1, 0))[:, :, None], F.pad(gaps, (0, 1))[:, :, None])
+    log_alpha = F.logsigmoid((2 / tau) * (own - gaps[:, None, :] + 0.5))
+    # Key j > i crosses gaps i..j-1, key j < i gaps j..i-1.
+    rightward = log_alpha.masked_fill(left, 0.0).cumsum(-1)
+    leftward = log_alpha.masked_fill(~left, 0.0).flip(-1).cumsum(-1).flip(-1)
+    return F.pad(rightward, (1, 0)) + F.pad(leftward, (0, 1))
 
 
 def local_allowed(gaps: torch.Tensor) -> torch.Tensor:
@@ -197,14 +205,12 @@ class DistanceAttention(nn.Module):
         return self.out(merge_heads(torch.cat([near, far], dim=1)))
 
     def _local_mask(self, context: dict, pad_mask: torch.Tensor, dtype: torch.dtype):
-        """(B, 1, n, n): a boolean mask (hard) or an additive log gate (soft), padded keys
-        shut; padded queries see every real key (a row of nothing would give NaN)."""
+        """(B, 1, n, n): the additive log gate, padded keys shut; padded queries see every
+        real key (a row of nothing would give NaN). Additive for both gates, so that
+        attention does not convert a boolean mask in every layer."""
         if GAPS not in context:
             raise KeyError(f"distance attention needs context[{GAPS!r}], (B, n-1)")
-        gaps = context[GAPS]
-        padded_query, real_key = pad_mask[:, :, None], ~pad_mask[:, None, :]
-        if self.gate == "hard":
-            return ((local_allowed(gaps) | padded_query) & real_key)[:, None]
         precision = torch.float64 if dtype == torch.float64 else torch.float32
-        bias = local_bias(gaps, "soft", self.tau, precision).masked_fill(padded_query, 0.0)
-        return bias.masked_fill(~real_key, -torch.inf).to(dtype)[:, None]
+        bias = local_bias(context[GAPS], self.gate, self.tau, precision)
+        bias = bias.masked_fill(pad_mask[:, :, None], 0.0)
+        return bias.masked_fill(pad_mask[:, None, :], -torch.inf).to(dtype)[:, None]
