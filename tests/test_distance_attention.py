@@ -16,8 +16,10 @@ from treeattn.attention.distance import (
     GAPS,
     SENTENCE_BREAK,
     DistanceAttention,
+    first_wider,
     gap_distances,
     local_bias,
+    local_range,
 )
 from treeattn.attention.vanilla import VanillaSelfAttention
 from treeattn.data.vocab import Vocab
@@ -107,6 +109,23 @@ def test_local_range_is_the_lowest_phrases_around_each_gap(tree: Tree):
         start = lowest(i - 1, i)[0] if i > 0 else 0
         end = lowest(i, i + 1)[1] if i < n - 1 else n
         assert ranges[i] == (start, end) == literal_range(gaps, i)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.lists(st.lists(st.integers(1, 4), min_size=0, max_size=20), min_size=1, max_size=3))
+def test_ranges_by_binary_lifting_equal_the_walk(rows: list[list[int]]):
+    """Any gaps, ties included, padded to one length with arbitrary values (a range may
+    run on into padding, whose keys are masked anyway)."""
+    width = max(len(row) for row in rows)
+    padded = torch.tensor([row + [7] * (width - len(row)) for row in rows], dtype=torch.long)
+    start, end = local_range(padded.reshape(len(rows), width))
+    for b, row in enumerate(rows):
+        for i in range(len(row) + 1):
+            assert (start[b, i], min(end[b, i], len(row) + 1)) == literal_range(row, i)
+    found = first_wider(padded.reshape(len(rows), width))
+    for b, row in enumerate(padded.tolist()):
+        wider = [[k for k in range(m + 1, width) if row[k] > row[m]] for m in range(width)]
+        assert found[b].tolist() == [(ks or [width])[0] for ks in wider]
 
 
 @settings(deadline=None, max_examples=50)

@@ -20,12 +20,12 @@ integers) puts the gate's midpoint between "at most" and "more than", so that th
 gate tends to the hard one as tau -> 0. The other heads stay global. No parameters beyond
 those of multi-head attention.
 
-Both gates are additive biases on the attention scores: the hard one 0 or ``-inf``
-from each token's range bounds, the soft one the log gate, since renormalising
-``p * gate`` is ``softmax(scores + log gate)``, and ``log alpha = logsigmoid(2 x)``:
-two cumulative sums outward from each query, O(n^2) per sentence. The bias is built once
-per forward pass and shared by the layers; the local heads and the global ones are two
-calls of ``F.scaled_dot_product_attention``.
+Both gates are additive biases on the attention scores. The hard one is 0 or ``-inf``
+from each token's range bounds, found by binary lifting in O(n log n). The soft one is
+the log gate, since renormalising ``p * gate`` is ``softmax(scores + log gate)``, and
+``log alpha = logsigmoid(2 x)``: two cumulative sums outward from each query, O(n^2) per
+sentence. The bias is built once per forward pass and shared by the layers; the local
+heads and the global ones are two calls of ``F.scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from treeattn.trees.distance import syntactic_distances
 GAPS = "gap_distances"  # context key: (B, n-1) distances between adjacent tokens
 BIAS = "distance_mask"  # context key: the (B, 1, n, n) local mask, built once per pass
 SENTENCE_BREAK = 999
-INT16_MAX = torch.iinfo(torch.int16).max
 GATES = ("hard", "soft")
 
 
@@ -81,25 +80,39 @@ def local_range(gaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Each token's local range ``[start, end)`` (two (B, n) tensors) from gap distances
     (B, n-1): to the left up to the nearest gap wider than the token's left gap, to the
     right up to the nearest gap wider than its right gap. Gaps past a sentence's end may
-    hold anything: only padding lies beyond them. Gaps of ``INT16_MAX`` and more count as
-    equal (tree distances never come near)."""
+    hold anything: only padding lies beyond them."""
     n = gaps.shape[1] + 1
     if n == 1:  # a lone token has no gaps: its range is itself
         start = torch.zeros(gaps.shape[0], 1, dtype=torch.long, device=gaps.device)
         return start, start + 1
-    # int16 compares twice as fast as int64; positions must fit too.
-    index = torch.int16 if n < INT16_MAX else torch.int32
-    gaps = gaps.clamp(max=INT16_MAX).to(index)
-    widest = torch.iinfo(index).max  # no gap is wider than a missing one
-    own = torch.stack([F.pad(gaps, (1, 0), value=widest), F.pad(gaps, (0, 1), value=widest)])
-    k = torch.arange(1, n, dtype=index, device=gaps.device)  # gap k-1 lies left of token k
-    i = torch.arange(n, device=gaps.device)[:, None]
-    # [side, b, i, k-1] > 0 where gap k-1 is too wide for token i on that side; the value
-    # is chosen so that the maximum picks the nearest: k on the left (start = k),
-    # n - k on the right (end = k).
-    nearest = torch.stack([k * (k <= i), (n - k) * (k > i)])[:, None]
-    best = ((gaps[:, None, :] > own[..., None]) * nearest).amax(-1)
-    return best[0].long(), n - best[1].long()
+    # Token i's right gap is gap i; it stops before the first wider gap k, so end = k + 1.
+    end = F.pad(first_wider(gaps) + 1, (0, 1), value=n)
+    # Its left gap is gap i-1: the same search on the reversed gaps.
+    start = F.pad(n - 1 - first_wider(gaps.flip(-1)).flip(-1), (1, 0), value=0)
+    return start, end
+
+
+def first_wider(gaps: torch.Tensor) -> torch.Tensor:
+    """(B, L) -> (B, L): for each gap m, the first gap k > m wider than it, or L if none.
+
+    Binary lifting over a table of windowed maxima: ``widths[p][b, k]`` is the widest of
+    gaps k .. k + 2^p - 1, so a search jumps 2^p gaps at once while none is wider;
+    O(L log L) per sentence, against O(L^2) for comparing every pair.
+    """
+    length = gaps.shape[-1]
+    widest = torch.inf if gaps.is_floating_point() else torch.iinfo(gaps.dtype).max
+
+    def pad(t: torch.Tensor, count: int) -> torch.Tensor:  # windows past the end block
+        return torch.cat([t, t.new_full((t.shape[0], count), widest)], dim=-1)
+
+    widths = [pad(gaps, 1)]
+    while 2 ** len(widths) <= length:
+        step, last = 2 ** (len(widths) - 1), widths[-1]
+        widths.append(torch.maximum(last, pad(last[:, step:], step)))
+    found = torch.arange(1, length + 1, device=gaps.device).expand_as(gaps)
+    for p in reversed(range(len(widths))):
+        found = torch.where(widths[p].gather(-1, found) <= gaps, found + 2**p, found)
+    return found
 
 
 def local_bias(
