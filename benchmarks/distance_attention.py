@@ -9,7 +9,8 @@ Inputs: random binary trees over n words (seeded), their gap distances, a batch 
 sentences (B * n = 4096 tokens; at least one sentence).
 
 - Gate construction: ``treeattn.attention.distance.local_allowed`` (vectorised: each
-  token's range bounds from one comparison of every gap with its own two) against a
+  token's range bounds by binary lifting over windowed gap maxima, then one comparison
+  per query and key) against a
   literal walk, token by token, out to each side until a gap is too wide (a Python
   loop, as a reading of the paper would write it); both give the hard mask, which must
   agree exactly.

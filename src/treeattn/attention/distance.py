@@ -134,17 +134,20 @@ def local_bias(
         )
     if not tau > 0:
         raise ValueError(f"tau must be positive, got {tau}")
-    gaps = gaps.to(dtype)
+    scale = 2 / tau  # alpha = sigmoid(scale * (own - gap + 1/2))
+    gaps = gaps.to(dtype) * scale
     n = gaps.shape[1] + 1
     k = torch.arange(n - 1, device=gaps.device)
     left = k < torch.arange(n, device=gaps.device)[:, None]  # [i, k]: gap k is left of i
+    own_left, own_right = F.pad(gaps, (1, 0)) + scale / 2, F.pad(gaps, (0, 1)) + scale / 2
     # [b, i, k]: log alpha of gap k for query i, against i's own gap on that side.
-    own = torch.where(left, F.pad(gaps, (1, 0))[:, :, None], F.pad(gaps, (0, 1))[:, :, None])
-    log_alpha = F.logsigmoid((2 / tau) * (own - gaps[:, None, :] + 0.5))
+    own = torch.where(left, own_left[:, :, None], own_right[:, :, None])
+    log_alpha = F.logsigmoid(own - gaps[:, None, :])
     # Key j > i crosses gaps i..j-1, key j < i gaps j..i-1.
-    rightward = log_alpha.masked_fill(left, 0.0).cumsum(-1)
-    leftward = log_alpha.masked_fill(~left, 0.0).flip(-1).cumsum(-1).flip(-1)
-    return F.pad(rightward, (1, 0)) + F.pad(leftward, (0, 1))
+    bias = log_alpha.new_zeros(gaps.shape[0], n, n)
+    bias[..., 1:] = log_alpha.masked_fill(left, 0.0).cumsum(-1)
+    bias[..., :-1] += log_alpha.masked_fill(~left, 0.0).flip(-1).cumsum(-1).flip(-1)
+    return bias
 
 
 def local_allowed(gaps: torch.Tensor) -> torch.Tensor:
