@@ -117,13 +117,14 @@ def test_ranges_by_binary_lifting_equal_the_walk(rows: list[list[int]]):
     """Any gaps, ties included, padded to one length with arbitrary values (a range may
     run on into padding, whose keys are masked anyway)."""
     width = max(len(row) for row in rows)
-    padded = torch.tensor([row + [7] * (width - len(row)) for row in rows], dtype=torch.long)
-    start, end = local_range(padded.reshape(len(rows), width))
+    padded = [row + [7] * (width - len(row)) for row in rows]
+    gaps = torch.tensor(padded, dtype=torch.long).reshape(len(rows), width)
+    start, end = local_range(gaps)
     for b, row in enumerate(rows):
         for i in range(len(row) + 1):
             assert (start[b, i], min(end[b, i], len(row) + 1)) == literal_range(row, i)
-    found = first_wider(padded.reshape(len(rows), width))
-    for b, row in enumerate(padded.tolist()):
+    found = first_wider(gaps)
+    for b, row in enumerate(padded):
         wider = [[k for k in range(m + 1, width) if row[k] > row[m]] for m in range(width)]
         assert found[b].tolist() == [(ks or [width])[0] for ks in wider]
 
