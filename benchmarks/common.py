@@ -239,10 +239,15 @@ def start_device(args: argparse.Namespace) -> torch.device | None:
 
 
 def write_results(
-    args: argparse.Namespace, benchmark: str, info: dict, seconds: float, **fields
-) -> dict:
-    """Write ``<out>/<benchmark>.json``: the benchmark's name, machine, settings (the
-    command-line options), wall seconds and ``fields``; returns what was written."""
+    args: argparse.Namespace,
+    benchmark: str,
+    info: dict,
+    seconds: float,
+    markdown: str,
+    **fields,
+) -> None:
+    """Write ``<out>/<benchmark>.json`` (the benchmark's name, machine, settings (the
+    command-line options), wall seconds and ``fields``) and ``<out>/<benchmark>.md``."""
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     result = {
@@ -253,4 +258,5 @@ def write_results(
         **fields,
     }
     (args.out / f"{benchmark}.json").write_text(json.dumps(result, indent=2) + "\n")
-    return result
+    (args.out / f"{benchmark}.md").write_text(markdown.rstrip("\n") + "\n")
+    print(f"total {seconds:.0f} s; wrote {args.out / benchmark}.json and .md")

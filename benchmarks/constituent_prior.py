@@ -153,9 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
     )
     print(table)
-    write_results(args, "constituent_prior", info, elapsed, rows=rows)
-    (args.out / "constituent_prior.md").write_text(table + "\n")
-    print(f"total {elapsed:.0f} s; wrote {args.out}/constituent_prior.json and .md")
+    write_results(args, "constituent_prior", info, elapsed, table, rows=rows)
     return 0
 
 

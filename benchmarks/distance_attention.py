@@ -167,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
     )
     print(table)
-    write_results(args, "distance_attention", info, elapsed, rows=rows)
-    (args.out / "distance_attention.md").write_text(table + "\n")
-    print(f"total {elapsed:.0f} s; wrote {args.out}/distance_attention.json and .md")
+    write_results(args, "distance_attention", info, elapsed, table, rows=rows)
     return 0
 
 

@@ -293,21 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets = target_lines(rows)
     for line in targets:
         print(line)
-    print(f"total {elapsed:.0f} s")
 
     memory_method = (
         "cuda max_memory_allocated"
         if device.type == "cuda"
         else "torch.profiler CPU allocation events, peak of live bytes"
-    )
-    result = write_results(
-        args,
-        "hierarchical_accumulation",
-        info,
-        elapsed,
-        memory_method=memory_method,
-        rows=rows,
-        targets=targets,
     )
     skipped = [f"- dense skipped at {r['shape']} n={r['n']}: {r['dense_skipped']}" for r in rows]
     markdown = [
@@ -315,16 +305,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         f"Machine: {machine_line(info)} ({info['cpu_cores']} cores). "
         f"B={args.batch}, d={args.d}, float32, median of up to {args.repeats} repeats. "
-        f"Peak memory: {result['memory_method']}. Ratios are dense / fast.",
+        f"Peak memory: {memory_method}. Ratios are dense / fast.",
         "",
         markdown_table(HEADERS, [table_row(r) for r in rows]),
         "",
         *[line for line, r in zip(skipped, rows, strict=True) if r["dense_skipped"]],
         *[f"- {line}" for line in targets],
-        "",
     ]
-    (args.out / "hierarchical_accumulation.md").write_text("\n".join(markdown))
-    print(f"wrote {args.out / 'hierarchical_accumulation.json'} and .md")
+    write_results(
+        args,
+        "hierarchical_accumulation",
+        info,
+        elapsed,
+        "\n".join(markdown),
+        memory_method=memory_method,
+        rows=rows,
+        targets=targets,
+    )
     return 0
 
 

@@ -250,10 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(" | ".join(row))
     for line in targets:
         print(line)
-    print(f"total {elapsed:.0f} s")
 
-    write_results(args, "step_time", info, elapsed, rows=rows, skipped=skipped, targets=targets)
-    plot(rows, args.encoders, info, args, args.out / "step_time.png")
     markdown = [
         "# Training-step time against sentence length",
         "",
@@ -268,10 +265,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         *[f"- {line}" for line in targets],
         "",
         "![step time](step_time.png)",
-        "",
     ]
-    (args.out / "step_time.md").write_text("\n".join(markdown))
-    print(f"wrote {args.out / 'step_time.json'}, .md and .png")
+    write_results(
+        args,
+        "step_time",
+        info,
+        elapsed,
+        "\n".join(markdown),
+        rows=rows,
+        skipped=skipped,
+        targets=targets,
+    )
+    plot(rows, args.encoders, info, args, args.out / "step_time.png")
+    print(f"wrote {args.out / 'step_time.png'}")
     return 0
 
 

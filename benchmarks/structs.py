@@ -901,26 +901,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(" | ".join(cells))
     for line in problems:
         print(line)
-    print(f"total {elapsed:.0f} s")
 
-    write_results(
-        args,
-        "structs",
-        info,
-        elapsed,
-        libraries={lib: versions[lib] or missing.get(lib) for lib in LIBRARIES},
-        tolerance=TOLERANCE,
-        rows=rows,
-        stability={
-            "n": args.stability_n,
-            "batch": args.stability_batch,
-            "seconds": stability_seconds,
-            "rows": stability,
-        },
-        notes=list(notes),
-        status_notes=problems,
-        extra_checks=extra,
-    )
     libs = ", ".join(
         f"{lib} {versions[lib]}" if versions[lib] else f"{lib} {missing.get(lib, '?')}"
         for lib in LIBRARIES
@@ -950,8 +931,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         *[f"- {line}" for line in problems],
         "",
     ]
-    (args.out / "structs.md").write_text("\n".join(markdown))
-    print(f"wrote {args.out / 'structs.json'} and .md")
+    write_results(
+        args,
+        "structs",
+        info,
+        elapsed,
+        "\n".join(markdown),
+        libraries={lib: versions[lib] or missing.get(lib) for lib in LIBRARIES},
+        tolerance=TOLERANCE,
+        rows=rows,
+        stability={
+            "n": args.stability_n,
+            "batch": args.stability_batch,
+            "seconds": stability_seconds,
+            "rows": stability,
+        },
+        notes=list(notes),
+        status_notes=problems,
+        extra_checks=extra,
+    )
     return 0
 
 
