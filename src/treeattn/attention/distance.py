@@ -42,7 +42,7 @@ from treeattn.trees import Tree
 from treeattn.trees.distance import syntactic_distances
 
 GAPS = "gap_distances"  # context key: (B, n-1) distances between adjacent tokens
-BIAS = "distance_mask"  # context key: the (B, 1, n, n) local mask, built once per pass
+BIAS = "distance_mask"  # context key: the (B, 1, n, n) additive gate, built once per pass
 SENTENCE_BREAK = 999
 GATES = ("hard", "soft")
 

@@ -192,7 +192,8 @@ class EncodedSet:
         tokens, pad_mask = pad_ids([self.ids[i] for i in indices], Vocab.pad_id)
         batch = TokenBatch(tokens, pad_mask, self.labels[list(indices)])
         if self.gaps:
-            # Gaps past a sentence's end lead to padding only; their 0 is never read.
+            # Gaps past a sentence's end (0) can only stretch a range into padding,
+            # whose keys are masked.
             batch.context = {GAPS: pad_ids([self.gaps[i] for i in indices])[0]}
         if self.node_vocab is None:
             return batch
