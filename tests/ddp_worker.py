@@ -5,14 +5,14 @@ from pathlib import Path
 
 import torch
 
-from treeattn.engine.config import load_config
 from treeattn.engine.distributed import setup_replica, teardown_replica
 from treeattn.engine.trainer import Trainer
+from treeattn.tasks import load_config, make_task
 
 out_dir, *overrides = sys.argv[1:]
 cfg = load_config(None, [*overrides, f"out_dir={out_dir}"])
 replica = setup_replica("cpu")
-trainer = Trainer(cfg, replica, resume=False)
+trainer = Trainer(make_task(cfg), replica, resume=False)
 # Stop before the end, where every replica would load the main one's best checkpoint.
 trainer.run(stop_after_steps=3)
 batches = trainer._epoch_batches(0)[:3]

@@ -63,7 +63,8 @@ def test_demo_writes_its_table(tmp_path, capsys):
     for key in ("dev_accuracy", "test_accuracy", "params", "train_seconds"):
         assert table["vanilla"][key] == run[key]
     out = capsys.readouterr().out
-    assert f"vanilla {run['params']:>16,} {run['dev_accuracy']:>8.2f}" in out
+    assert "model             params dev accuracy test accuracy  train s" in out
+    assert f"vanilla {run['params']:>16,} {run['dev_accuracy']:>12.2f}" in out
 
 
 def test_evalb_and_show_read_tree_files(tmp_path, capsys):
@@ -103,7 +104,7 @@ def test_more_bad_input_is_named_not_traced(tmp_path, capsys):
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
     assert main(["evaluate", str(run / "best.pt"), str(empty)]) == 1
-    assert "no examples to evaluate" in capsys.readouterr().err
+    assert f"{empty}: no examples" in capsys.readouterr().err
     tensor_file = tmp_path / "tensor.pt"
 
     torch.save(torch.zeros(3), tensor_file)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
+from treeattn.analysis.induction import induce_spans, spans_to_tree
 from treeattn.attention.constituent import (
     LINKS,
     ConstituentAttention,
@@ -19,9 +20,9 @@ from treeattn.attention.constituent import (
     hierarchical_links,
     neighbour_links,
 )
-from treeattn.engine.induction import induce_spans, spans_to_tree
-from treeattn.engine.masked_lm import IGNORE, MaskedLanguageModel, Masking, mask_tokens
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.models.masked_lm import MaskedLanguageModel
+from treeattn.tasks.mlm import IGNORE, Masking, mask_tokens
 
 DTYPE = torch.float64
 

@@ -1,6 +1,6 @@
 from treeattn.data.sst import load_sst
-from treeattn.engine.config import load_config
-from treeattn.engine.datasets import load_split
+from treeattn.tasks import load_config
+from treeattn.tasks.sentences import load_split
 
 
 def test_phrase_level_training_uses_every_labeled_node(shared_data):

@@ -23,10 +23,10 @@ from treeattn.attention.distance import (
 )
 from treeattn.attention.vanilla import VanillaSelfAttention
 from treeattn.data.vocab import Vocab
-from treeattn.engine.classification import EncodedSet, build_model
-from treeattn.engine.config import load_config
-from treeattn.engine.datasets import LabeledSentence, load_split
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.tasks import load_config
+from treeattn.tasks.encoding import EncodedSet
+from treeattn.tasks.sentences import LabeledSentence, load_split
 from treeattn.trees import Tree
 
 PAPER = Tree.parse("(S I (VP swim (PP across (NP the river))) .)")
@@ -280,6 +280,5 @@ def test_phrase_level_rows_carry_their_subtrees(shared_data):
 
 
 def test_masked_language_modelling_rejects_distance_attention():
-    cfg = load_config(None, ["data.name=text", "model.attention=distance"])
     with pytest.raises(ValueError, match="needs trees"):
-        build_model(cfg, 10)
+        load_config(None, ["data.name=text", "model.attention=distance"])

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import train
 from treeattn.engine.checkpoint import load_checkpoint
-from treeattn.engine.config import Config, apply_override, load_config
-from treeattn.engine.evaluation import evaluate_checkpoint
-from treeattn.engine.trainer import train
+from treeattn.engine.config import Config, apply_override
+from treeattn.tasks import load_config
+from treeattn.tasks.trained import load_trained
 
 TINY = [
     "data.train_size=120",
@@ -63,11 +64,11 @@ def test_training_learns_and_writes_its_outputs(tmp_path):
     assert sum(r.get("split") == "dev" for r in records) == 40
     losses = [r["train_loss"] for r in records if "train_loss" in r]
     assert losses[-1] < 0.6 * losses[0]
-    trained = evaluate_checkpoint(tmp_path / "last.pt", "train")
+    trained = load_trained(tmp_path / "last.pt").evaluate("train")
     assert trained["accuracy"] >= 60  # chance is about 10
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["test_accuracy"] == results["test_accuracy"]
-    best = evaluate_checkpoint(tmp_path / "best.pt", "test")
+    best = load_trained(tmp_path / "best.pt").evaluate("test")
     assert best["accuracy"] == pytest.approx(results["test_accuracy"])
 
 
@@ -183,4 +184,4 @@ def test_the_demo_setup_is_configs_listops_yaml():
     # docs/RESULTS.md describes the demo by this file; the demo itself uses the defaults.
     path = Path(__file__).parents[1] / "configs" / "listops.yaml"
     from_file = load_config(path, ["out_dir=runs/default"])
-    assert from_file == Config()
+    assert from_file == load_config(None)

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+from tests.helpers import train
 from treeattn.cli import main
 from treeattn.data.paths import data_dir
-from treeattn.engine.config import load_config
-from treeattn.engine.trainer import train
+from treeattn.tasks import load_config
 from treeattn.trees import Tree
 
 TINY_TEXT = [

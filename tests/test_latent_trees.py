@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tests.test_engine import TINY
+from treeattn.analysis.latent_trees import (
+    latent_trees,
+    load_structured,
+    tree_depth,
+    tree_statistics,
+)
 from treeattn.cli import main
-from treeattn.engine.classification import model_names
-from treeattn.engine.latent_trees import latent_trees, load_structured, tree_depth, tree_statistics
+from treeattn.tasks.encoders import model_names
 from treeattn.trees.dependency import DependencyTree
 
 
@@ -44,7 +49,7 @@ def test_structured_is_a_model_of_the_engine_and_the_demo(structured_run):
 
 def test_latent_trees_are_single_root_trees_over_each_sentence(structured_run):
     saved = load_structured(str(structured_run / "best.pt"))
-    examples, where = saved.examples("dev")
+    examples, where = saved.read("dev")
     trees = latent_trees(saved, examples, where)
     assert len(trees) == saved.cfg.model.n_layers
     assert all(len(per_head) == saved.cfg.model.n_heads for per_head in trees)
@@ -61,7 +66,7 @@ def test_a_projective_model_has_projective_latent_trees(tmp_path):
     sets = [*TINY, *options, f"out_dir={run}"]
     assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
     saved = load_structured(str(run / "best.pt"))
-    examples, where = saved.examples("dev")
+    examples, where = saved.read("dev")
     for per_head in latent_trees(saved, examples, where):
         assert tree_statistics(per_head[0])["non_projective"] == 0.0
 

@@ -162,8 +162,8 @@ def read_listops_text(folder, text):
 
 
 def test_configured_splits_share_no_expression():
-    from treeattn.engine.config import load_config
-    from treeattn.engine.datasets import load_split
+    from treeattn.tasks import load_config
+    from treeattn.tasks.sentences import load_split
 
     cfg = load_config(None, ["data.train_size=3000", "data.dev_size=500", "data.test_size=500"])
     seen = [

@@ -6,22 +6,16 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.helpers import train
 from tests.test_engine import tiny_config
 from treeattn.cli import main
 from treeattn.data.vocab import Vocab
 from treeattn.engine.checkpoint import load_checkpoint
-from treeattn.engine.classification import (
-    EncodedSet,
-    batch_loss,
-    build_classifier,
-    encode_split,
-    evaluate,
-    model_names,
-)
-from treeattn.engine.config import load_config
-from treeattn.engine.datasets import LabeledSentence, load_split
-from treeattn.engine.evaluation import evaluate_checkpoint
-from treeattn.engine.trainer import train
+from treeattn.tasks import load_config, make_task
+from treeattn.tasks.encoders import model_names
+from treeattn.tasks.encoding import EncodedSet, encode_split
+from treeattn.tasks.sentences import LabeledSentence, load_split
+from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
 
 FIT_SMALL = [
@@ -38,10 +32,10 @@ FIT_SMALL = [
 def test_tree_models_fit_a_small_training_set(tmp_path, name):
     results = train(tiny_config(tmp_path, f"model.attention={name}", *FIT_SMALL))
     assert results["finished"]
-    assert evaluate_checkpoint(tmp_path / "last.pt", "train")["accuracy"] >= 60  # chance ~10
-    best = evaluate_checkpoint(tmp_path / "best.pt", "test")
+    assert load_trained(tmp_path / "last.pt").evaluate("train")["accuracy"] >= 60  # chance ~10
+    best = load_trained(tmp_path / "best.pt").evaluate("test")
     assert best["accuracy"] == pytest.approx(results["test_accuracy"])
-    assert "node_vocab" in load_checkpoint(tmp_path / "best.pt")
+    assert "node_vocab" in load_checkpoint(tmp_path / "best.pt")["task_state"]
 
 
 def test_a_stopped_hierarchical_run_resumes_to_the_same_weights(tmp_path):
@@ -99,7 +93,8 @@ def test_phrase_level_loss_counts_every_labeled_node():
     expected = torch.nn.functional.cross_entropy(
         torch.tensor([[0.0, 2.0], [1.0, 0.0], [0.0, 0.0]]), torch.tensor([1, 0, 1])
     )
-    torch.testing.assert_close(batch_loss(Fixed(), batch), expected)
+    task = make_task(load_config("configs/sst5-hierarchical.yaml"))
+    torch.testing.assert_close(task.loss(Fixed(), batch), expected)
 
 
 def test_a_unary_chain_gives_each_of_its_nodes_its_own_label():
@@ -133,9 +128,10 @@ def test_evaluation_skips_unlabeled_sentences_and_a_batch_without_labels_adds_no
                 return logits.expand(B, m, 2), logits.expand(B, tokens.shape[1], 2)
             return logits.expand(B, 2)
 
-    result = evaluate(Constant(), encoded, 100, torch.device("cpu"))
+    task = make_task(load_config("configs/sst5-hierarchical.yaml", ["train.eval_max_tokens=100"]))
+    result = task.evaluate(Constant(), encoded, torch.device("cpu"))
     assert result["accuracy"] == 100.0 and result["count"] == 1
-    assert batch_loss(Constant(), encoded.batch([1])).item() == 0.0
+    assert task.loss(Constant(), encoded.batch([1])).item() == 0.0
 
 
 def test_a_tree_too_deep_for_the_model_is_refused_before_training(tmp_path):
@@ -146,16 +142,16 @@ def test_a_tree_too_deep_for_the_model_is_refused_before_training(tmp_path):
         ValueError, match=r"sst5 dev: sentence 2: .* 3 nodes deep, more than .*max_depth=2"
     ):
         encode_split(
-            cfg,
+            cfg.model,
             [LabeledSentence(["a"], 0, Tree.parse("(X a)")), deep],
             vocab,
             node_vocab,
             "sst5 dev",
         )
+    task = make_task(load_config("configs/sst5-hierarchical.yaml", ["model.pooling=mean"]))
+    task.vocab, task.node_vocab = vocab, node_vocab
     with pytest.raises(ValueError, match="pooling='mean' cannot be used"):
-        build_classifier(
-            load_config("configs/sst5-hierarchical.yaml", ["model.pooling=mean"]), 10, 3
-        )
+        task.build_model()
 
 
 def test_leaves_that_do_not_match_the_tokens_name_the_sentence():

@@ -11,10 +11,10 @@ from pathlib import Path
 DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.
 
-Train and evaluate Transformer encoders whose attention mechanism is chosen by name
-(and tree encoders: hierarchical accumulation, Tree-LSTM), look at what they learned
-(attention maps, latent trees, induced constituency trees),
-read and score parse trees, and run the built-in ListOps demo.
+Train, evaluate and run Transformer encoders whose attention mechanism is chosen by
+name (and tree encoders: hierarchical accumulation, Tree-LSTM) on a task (classify,
+mlm), look at what they learned (attention maps, latent trees, induced constituency
+trees), read and score parse trees, and run the built-in ListOps demo.
 """
 
 EPILOG = """\
@@ -22,6 +22,7 @@ examples:
   treeattn demo
   treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/sst5-s2
   treeattn evaluate runs/sst5-s2/best.pt test
+  echo "a gorgeous , witty film" | treeattn predict runs/sst5-s2/best.pt -
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn latent-trees runs/sst5-structured/best.pt test
   treeattn induce runs/text-constituent/best.pt --ptb test
@@ -56,9 +57,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="train a model from a config file",
-        description="Train a model from a YAML config file (see configs/). Picks up the run's "
-        "last checkpoint when its out_dir already holds one; Ctrl-C stops at a clean point "
-        "and saves a checkpoint. Under torchrun it trains data-parallel.",
+        description="Train a model from a YAML config file (see configs/): its task (task: "
+        "classify or mlm), data, model and training settings. Picks up the run's last "
+        "checkpoint when its out_dir already holds one; Ctrl-C stops at a clean point and "
+        "saves a checkpoint. Under torchrun it trains data-parallel.",
     )
     p.add_argument("config", nargs="?", help="YAML config file (default: the ListOps set-up)")
     _overrides_argument(p, "")
@@ -69,11 +71,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from treeattn.engine.config import load_config
     from treeattn.engine.trainer import train
+    from treeattn.tasks import load_config, make_task
 
     cfg = load_config(args.config, args.overrides)
-    results = train(cfg, resume=not args.no_resume)
+    results = train(make_task(cfg), resume=not args.no_resume)
     if os.environ.get("RANK", "0") == "0":  # once per torchrun job
         print(json.dumps(results, indent=2))
     return 0
@@ -83,8 +85,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
         help="score a checkpoint on a split or a file",
-        description="Score a saved model. DATA is a split name of the model's data set "
-        "(train, dev, test) or a file in that data set's format.",
+        description="Score a saved model with its task's metrics. DATA is a split name of "
+        "the model's data set (train, dev, test) or a file in that data set's format.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("data", help="split name or file")
@@ -93,14 +95,42 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from treeattn.engine.evaluation import evaluate_checkpoint
+    from treeattn.tasks.trained import load_trained
 
-    metrics = evaluate_checkpoint(args.checkpoint, args.data)
+    metrics = load_trained(args.checkpoint).evaluate(args.data)
     if args.json:
         print(json.dumps(metrics, indent=2))
     else:
         for key, value in metrics.items():
             print(f"{key:<12} {value:.2f}" if isinstance(value, float) else f"{key:<12} {value}")
+    return 0
+
+
+def _add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="run a checkpoint on new input, one output line per input line",
+        description="Run a saved model on unlabeled input, one item per line, and print one "
+        "line per input line, in order. classify: a sentence (words separated by spaces, or "
+        "a bracketed tree; models that read trees need one; ListOps: an expression) gives "
+        "its class. mlm: a sentence with <mask> words gives the sentence with them filled in.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
+    p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
+    p.set_defaults(run=_predict)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from treeattn.tasks.trained import load_trained, read_input_lines
+
+    trained = load_trained(args.checkpoint)
+    lines, where = read_input_lines(args.input)
+    text = "".join(line + "\n" for line in trained.predict(lines, where))
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -170,7 +200,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from treeattn.engine.demo import run_demo
+    from treeattn.demo import run_demo
 
     run_demo(Path(args.out), args.overrides)
     return 0
@@ -195,10 +225,10 @@ def _add_attention(sub: argparse._SubParsersAction) -> None:
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from treeattn.engine.analysis import attention_shares, draw_sentence, load_hierarchical
+    from treeattn.analysis.hierarchical import attention_shares, draw_sentence, load_hierarchical
 
     saved = load_hierarchical(args.checkpoint)
-    examples, where = saved.examples(args.data)  # read once for both
+    examples, where = saved.read(args.data)  # read once for both
     drawn = draw_sentence(saved, examples, where, args.sentence, args.out, args.layer)
     for kind, path in drawn.items():
         print(f"{kind:<10} {path}")
@@ -230,11 +260,11 @@ def _add_latent_trees(sub: argparse._SubParsersAction) -> None:
 
 
 def _latent_trees(args: argparse.Namespace) -> int:
-    from treeattn.engine.latent_trees import latent_trees, load_structured, tree_statistics
+    from treeattn.analysis.latent_trees import latent_trees, load_structured, tree_statistics
     from treeattn.trees.dependency import DependencyTree, read_conllu, write_conllu
 
     saved = load_structured(args.checkpoint)
-    examples, where = saved.examples(args.data)
+    examples, where = saved.read(args.data)
     trees = latent_trees(saved, examples, where)
     rows = [
         (f"layer {layer} head {head}", tree_statistics(heads))
@@ -292,8 +322,8 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
 
 
 def _induce(args: argparse.Namespace) -> int:
+    from treeattn.analysis.induction import induce_trees, load_tree_transformer, score_induction
     from treeattn.data.ptb import load_ptb_sample
-    from treeattn.engine.induction import induce_trees, load_tree_transformer, score_induction
 
     if (args.textfile is None) == (args.ptb is None):
         raise ValueError("give either TEXTFILE or --ptb SPLIT")
@@ -351,7 +381,7 @@ def _add_prior(sub: argparse._SubParsersAction) -> None:
 
 
 def _prior(args: argparse.Namespace) -> int:
-    from treeattn.engine.induction import load_tree_transformer, sentence_priors
+    from treeattn.analysis.induction import load_tree_transformer, sentence_priors
     from treeattn.viz.attention import plot_priors
 
     saved = load_tree_transformer(args.checkpoint)
@@ -373,8 +403,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="summarise finished runs (mean ± std over seeds)",
-        description="Print each run's dev and test accuracy and their mean ± sample "
-        "standard deviation, e.g. over the seeds of one configuration.",
+        description="Print each run's scores (its task's metrics on the splits scored at the "
+        "end: dev and test accuracy, perplexity, ...) and their mean ± sample standard "
+        "deviation, e.g. over the seeds of one configuration.",
     )
     p.add_argument("runs", nargs="+", help="run folders holding results.json")
     p.set_defaults(run=_report)
@@ -401,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (
         _add_train,
         _add_evaluate,
+        _add_predict,
         _add_report,
         _add_attention,
         _add_latent_trees,

@@ -75,7 +75,7 @@ class ArcScorer(nn.Module):
 
     t_p = tanh(W_p d_i), t_c = tanh(W_c d_j), f_ij = t_p^T W_a t_c, f_i^r = W_r d_i. Returns
     (B, H, n+1, n+1): row 0 holds the root scores, rows 1..n the arc scores (head, dependent).
-    A forward hook here sees the scores of every latent tree (see ``engine.latent_trees``).
+    A forward hook here sees the scores of every latent tree (see ``analysis.latent_trees``).
     """
 
     def __init__(self, n_heads: int, d_head: int) -> None:

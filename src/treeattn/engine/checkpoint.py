@@ -29,3 +29,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise ValueError(
             f"{path}: not a treeattn checkpoint or refused by the safe loader ({error})"
         ) from error
+
+
+def task_state(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The task's own part of a checkpoint (its vocabularies). Checkpoints written before
+    tasks had a part of their own kept it at the top level, beside the weights."""
+    return checkpoint.get("task_state", checkpoint)

@@ -1,4 +1,8 @@
-"""Run configuration: YAML files in configs/, overridden by ``key.sub=value`` pairs."""
+"""Run configuration: YAML files in configs/, overridden by ``key.sub=value`` pairs.
+
+A config names its task (``task: NAME``); the task owns the ``data`` and ``model``
+sections and the engine the rest: ``train``, ``seed`` and ``out_dir``.
+"""
 
 from __future__ import annotations
 
@@ -10,62 +14,30 @@ from typing import Any
 
 import yaml
 
-
-@dataclass
-class DataConfig:
-    """Which data set and how it is prepared.
-
-    ``name``: ``listops`` (generated, no files), ``sst5`` or ``sst2`` (classification), or
-    ``text`` (masked language modelling on the words of EWT, SST and the PTB sample).
-    """
-
-    name: str = "listops"
-    root: str | None = None  # data folder; default from TREEATTN_DATA
-    min_count: int = 1  # words seen fewer times in training become <unk>
-    lowercase: bool = False
-    # SST only: train on every labeled phrase (each node's words and label, Tai et al.
-    # 2015) besides the sentences; dev and test stay sentence-level.
-    phrase_level: bool = False
-    # Masked language modelling (``text``): the share of words chosen, and how a chosen
-    # word is shown (as <mask>, as a random word, as itself)
-    mask_rate: float = 0.15
-    mask_split: list = field(default_factory=lambda: [0.8, 0.1, 0.1])
-    # ListOps generation (ignored for other data sets)
-    train_size: int = 6000
-    dev_size: int = 1000
-    test_size: int = 1000
-    max_depth: int = 3
-    max_args: int = 5
-    max_length: int = 80
-
-
-@dataclass
-class ModelConfig:
-    attention: str = "vanilla"
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 256
-    dropout: float = 0.1
-    positions: str = "sinusoidal"
-    max_length: int = 512
-    # auto: mean over tokens for Transformer encoders, the root for tree encoders; or
-    # mean, first (token encoders), root, mean (tree encoders: the mean over nodes)
-    pooling: str = "auto"
-    attention_options: dict = field(default_factory=dict)
+SCHEDULES = ("linear", "inverse_sqrt")
 
 
 @dataclass
 class TrainConfig:
-    epochs: int = 10
+    # Training ends after ``epochs`` epochs or ``max_updates`` updates, whichever comes
+    # first; either may be null (no limit), not both.
+    epochs: int | None = 10
+    max_updates: int | None = None
     max_tokens: int = 2048  # padded tokens per training batch
     eval_max_tokens: int = 8192
     lr: float = 2e-3
     weight_decay: float = 0.01
+    # linear: warm-up, then linear decay to lr * min_lr_ratio at the last update.
+    # inverse_sqrt: warm-up, then lr * sqrt(warmup_steps / update) (fairseq's).
+    schedule: str = "linear"
     warmup_steps: int = 100
-    min_lr_ratio: float = 0.1  # linear decay after warm-up ends at lr * min_lr_ratio
+    warmup_init_lr: float = 0.0  # the warm-up's starting rate
+    min_lr_ratio: float = 0.1
+    label_smoothing: float = 0.0  # for tasks whose loss is cross-entropy
     clip_norm: float = 1.0
-    checkpoint_every: int = 200  # steps between checkpoints (and one at each epoch end)
+    eval_every: int | None = None  # updates between evaluations (besides each epoch's end)
+    checkpoint_every: int = 200  # updates between checkpoints (and one at each evaluation)
+    keep_every: int | None = None  # keep the weights every k updates, as step-K.pt
     log_every: int = 20
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     progress: bool = True
@@ -73,8 +45,11 @@ class TrainConfig:
 
 @dataclass
 class Config:
-    data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    """``data`` and ``model`` are the task's own section dataclasses."""
+
+    task: str
+    data: Any
+    model: Any
     train: TrainConfig = field(default_factory=TrainConfig)
     seed: int = 1
     out_dir: str = "runs/default"
@@ -83,33 +58,39 @@ class Config:
         return dataclasses.asdict(self)
 
     def validate(self, where: str = "config") -> None:
-        """Reject values no run can use, before any work starts."""
+        """Reject engine values no run can use, before any work starts."""
+        t = self.train
         positive = {
-            "data.train_size": self.data.train_size,
-            "data.dev_size": self.data.dev_size,
-            "data.test_size": self.data.test_size,
-            "data.min_count": self.data.min_count,
-            "model.d_model": self.model.d_model,
-            "model.n_heads": self.model.n_heads,
-            "model.n_layers": self.model.n_layers,
-            "model.d_ff": self.model.d_ff,
-            "model.max_length": self.model.max_length,
-            "train.epochs": self.train.epochs,
-            "train.max_tokens": self.train.max_tokens,
-            "train.eval_max_tokens": self.train.eval_max_tokens,
-            "train.checkpoint_every": self.train.checkpoint_every,
-            "train.log_every": self.train.log_every,
+            "train.max_tokens": t.max_tokens,
+            "train.eval_max_tokens": t.eval_max_tokens,
+            "train.checkpoint_every": t.checkpoint_every,
+            "train.log_every": t.log_every,
         }
-        for key, value in positive.items():
-            if value < 1:
-                raise ValueError(f"{where}: {key} must be at least 1, got {value}")
-        if self.model.d_model % self.model.n_heads:
+        optional = {
+            "train.epochs": t.epochs,
+            "train.max_updates": t.max_updates,
+            "train.eval_every": t.eval_every,
+            "train.keep_every": t.keep_every,
+        }
+        positive.update({k: v for k, v in optional.items() if v is not None})
+        check_positive(positive, where)
+        if t.epochs is None and t.max_updates is None:
+            raise ValueError(f"{where}: train.epochs and train.max_updates are both null")
+        if t.warmup_steps < 0:
+            raise ValueError(f"{where}: train.warmup_steps must be at least 0")
+        if t.schedule not in SCHEDULES:
             raise ValueError(
-                f"{where}: model.d_model={self.model.d_model} is not divisible by "
-                f"model.n_heads={self.model.n_heads}"
+                f"{where}: train.schedule={t.schedule!r}; use {' or '.join(SCHEDULES)}"
             )
-        for key, value in (("model.dropout", self.model.dropout), ("train.lr", self.train.lr)):
-            if not 0 <= value < (1 if key == "model.dropout" else float("inf")):
+        if t.schedule == "inverse_sqrt" and t.warmup_steps < 1:
+            raise ValueError(f"{where}: train.schedule=inverse_sqrt needs train.warmup_steps >= 1")
+        ranges = {
+            "train.lr": (t.lr, 0, float("inf")),
+            "train.label_smoothing": (t.label_smoothing, 0, 1),
+            "train.warmup_init_lr": (t.warmup_init_lr, 0, t.lr + 1e-12),
+        }
+        for key, (value, low, high) in ranges.items():
+            if not low <= value < high:
                 raise ValueError(f"{where}: {key}={value} is out of range")
 
     def resume_key(self) -> dict[str, Any]:
@@ -123,12 +104,49 @@ class Config:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any], where: str = "config") -> Config:
-        return _build(cls, raw, where)
+
+def check_positive(values: dict[str, int], where: str) -> None:
+    """Each value (by its dotted key) must be at least 1."""
+    for key, value in values.items():
+        if value < 1:
+            raise ValueError(f"{where}: {key} must be at least 1, got {value}")
 
 
-def _build(cls: type, raw: Any, where: str) -> Any:
+def make_config(
+    task: str,
+    data_cls: type,
+    model_cls: type,
+    data: Any,
+    model: Any,
+    rest: dict[str, Any],
+    where: str = "config",
+) -> Config:
+    """A ``Config`` of ``task`` whose sections are built from raw mappings (unknown keys and
+    wrongly typed values are errors naming the key)."""
+    engine_fields = {"train", "seed", "out_dir"}
+    unknown = sorted(set(rest) - engine_fields)
+    if unknown:
+        known = ", ".join(["task", "data", "model", *sorted(engine_fields)])
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {known}")
+    fields = {f.name: f.type for f in dataclasses.fields(Config)}
+    values = {
+        name: _coerce(value, fields[name], f"{where}.{name}")
+        for name, value in rest.items()
+        if name != "train"
+    }
+    return Config(
+        task=task,
+        data=build_section(data_cls, data, f"{where}.data"),
+        model=build_section(model_cls, model, f"{where}.model"),
+        train=build_section(TrainConfig, rest.get("train", {}), f"{where}.train"),
+        **values,
+    )
+
+
+def build_section(cls: type, raw: Any, where: str) -> Any:
+    """The dataclass ``cls`` from a mapping, each value checked against its field's type."""
+    if raw is None:
+        raw = {}
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected a mapping, got {raw!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -137,19 +155,20 @@ def _build(cls: type, raw: Any, where: str) -> Any:
         raise ValueError(
             f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(fields)}"
         )
-    kwargs = {}
-    for name, value in raw.items():
-        kind = fields[name].type
-        nested = {"DataConfig": DataConfig, "ModelConfig": ModelConfig, "TrainConfig": TrainConfig}
-        if kind in nested:
-            kwargs[name] = _build(nested[kind], value, f"{where}.{name}")
-        else:
-            kwargs[name] = _coerce(value, kind, f"{where}.{name}")
-    return cls(**kwargs)
+    return cls(
+        **{
+            name: _coerce(value, fields[name].type, f"{where}.{name}")
+            for name, value in raw.items()
+        }
+    )
 
 
 def _coerce(value: Any, kind: str, where: str) -> Any:
     # Field types are strings under ``from __future__ import annotations``.
+    if kind.endswith(" | None"):
+        if value is None:
+            return None
+        kind = kind.removesuffix(" | None")
     if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if kind == "float" and isinstance(value, str):
@@ -169,7 +188,7 @@ def _coerce(value: Any, kind: str, where: str) -> Any:
 
 def apply_override(raw: dict[str, Any], assignment: str) -> None:
     """Apply ``a.b=value`` to a raw config dict; the value is read as YAML (``1e-3``, ``true``)."""
-    key, sep, text = assignment.partition("=")
+    key, sep, value_text = assignment.partition("=")
     if not sep or not key:
         raise ValueError(f"override {assignment!r} is not of the form key=value")
     parts = key.split(".")
@@ -179,13 +198,14 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
         if not isinstance(node, dict):
             raise ValueError(f"override {assignment!r}: {part} is not a section")
     try:
-        value = yaml.safe_load(text) if text else ""
+        value = yaml.safe_load(value_text) if value_text else ""
     except yaml.YAMLError:
-        value = text  # e.g. an unquoted string with a colon: take it literally
+        value = value_text  # e.g. an unquoted string with a colon: take it literally
     node[parts[-1]] = value
 
 
-def load_config(path: str | Path | None, overrides: list[str] = ()) -> Config:
+def read_raw_config(path: str | Path | None, overrides: list[str] = ()) -> dict[str, Any]:
+    """A YAML config file (or nothing) with ``--set`` overrides applied, not yet checked."""
     raw: dict[str, Any] = {}
     if path is not None:
         with Path(path).open(encoding="utf-8") as f:
@@ -193,8 +213,8 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> Config:
                 raw = yaml.safe_load(f) or {}
             except yaml.YAMLError as error:
                 raise ValueError(f"{path}: not valid YAML: {error}") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: expected a mapping of sections, got {raw!r}")
     for assignment in overrides:
         apply_override(raw, assignment)
-    cfg = Config.from_dict(raw, where=str(path or "config"))
-    cfg.validate(where=str(path or "config"))
-    return cfg
+    return raw

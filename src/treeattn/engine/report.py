@@ -1,4 +1,5 @@
-"""Summaries of finished runs: mean and standard deviation over seeds."""
+"""Summaries of finished runs: each run's scores, and their mean and standard deviation over
+seeds. The scores are whatever the task reported (``<split>_<metric>`` in results.json)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import json
 import statistics
 from pathlib import Path
 from typing import Any
+
+# What the engine itself writes into results.json; every other number is a task's score.
+RUN_KEYS = ("finished", "params", "train_seconds", "global_step", "best_epoch", "best_step")
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -16,6 +20,15 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     results = json.loads(results_path.read_text(encoding="utf-8"))
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     return {"run": str(run_dir), "config": config, **results}
+
+
+def score_names(results: dict[str, Any]) -> list[str]:
+    """The task's scores in a results dict (``dev_accuracy``, ``test_f1``, ...), in order."""
+    return [
+        key
+        for key, value in results.items()
+        if key not in RUN_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool)
+    ]
 
 
 def _setup(config: dict[str, Any]) -> dict[str, Any]:
@@ -29,6 +42,10 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
+def _column(name: str) -> str:
+    return name.replace("_", " ")
+
+
 def format_report(run_dirs: list[str | Path]) -> str:
     """One line per run, then mean ± sample standard deviation over the runs."""
     runs = [load_run(d) for d in run_dirs]
@@ -39,15 +56,18 @@ def format_report(run_dirs: list[str | Path]) -> str:
                 f"{r['run']} and {runs[0]['run']} differ in more than seed and out_dir; "
                 "summarise one configuration at a time"
             )
-    header = f"{'run':<32} {'seed':>4} {'dev acc':>8} {'test acc':>9} {'train s':>8}"
+    scores = [name for name in score_names(runs[0]) if name != "run"]
+    widths = [max(8, len(name)) for name in scores]
+    header = f"{'run':<32} {'seed':>4} " + " ".join(
+        f"{_column(name):>{w}}" for name, w in zip(scores, widths, strict=True)
+    )
+    header += f" {'train s':>8}"
     lines = [header, "-" * len(header)]
     for r in runs:
-        lines.append(
-            f"{r['run']:<32} {r['config']['seed']:>4} {r['dev_accuracy']:>8.2f} "
-            f"{r['test_accuracy']:>9.2f} {r['train_seconds']:>8.1f}"
-        )
+        values = " ".join(f"{r[name]:>{w}.2f}" for name, w in zip(scores, widths, strict=True))
+        lines.append(f"{r['run']:<32} {r['config']['seed']:>4} {values} {r['train_seconds']:>8.1f}")
     lines.append("-" * len(header))
-    lines.append(f"dev accuracy   {mean_std([r['dev_accuracy'] for r in runs])}")
-    lines.append(f"test accuracy  {mean_std([r['test_accuracy'] for r in runs])}")
-    lines.append(f"parameters     {runs[0]['params']:,}")
+    for name in scores:
+        lines.append(f"{_column(name):<14} {mean_std([r[name] for r in runs])}")
+    lines.append(f"{'parameters':<14} {runs[0]['params']:,}")
     return "\n".join(lines)

@@ -1,8 +1,9 @@
-"""The training loop: warm-up, clipping, bucketed batches, evaluation each epoch, best and
-last checkpoints, resume after any interruption, JSONL metrics and a learning-curve PNG.
+"""The training loop, the same for every task: warm-up and schedule, clipping, token-bucketed
+batches, evaluation at each epoch's end (and every ``train.eval_every`` updates), best, last
+and kept checkpoints, resume after any interruption, JSONL metrics and a learning-curve PNG.
 
-Two tasks share it: sentence classification (model selection by dev accuracy) and, for the
-``text`` data set, masked language modelling (by dev perplexity)."""
+What is learned comes from a ``Task`` (``engine/task.py``): its data, model, loss and
+metrics, and the split and metric that select the best checkpoint."""
 
 from __future__ import annotations
 
@@ -21,22 +22,10 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from treeattn.data.batching import bucket_batches, shard_batches
-from treeattn.data.vocab import Vocab
-from treeattn.engine import masked_lm
-from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint
-from treeattn.engine.classification import (
-    TREE_ENCODERS,
-    batch_loss,
-    build_model,
-    check_lengths,
-    encode_split,
-    evaluate,
-    node_labels,
-    uses_trees,
-)
-from treeattn.engine.config import Config
-from treeattn.engine.datasets import TEXT, load_split
+from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint, task_state
 from treeattn.engine.distributed import Replica, setup_replica, teardown_replica
+from treeattn.engine.schedule import schedule_factor
+from treeattn.engine.task import Task
 from treeattn.viz.curves import plot_learning_curve
 
 LAST, BEST, METRICS, RESULTS, CURVE = (
@@ -50,19 +39,6 @@ LAST, BEST, METRICS, RESULTS, CURVE = (
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-def warmup_linear_decay(warmup: int, total: int, min_ratio: float):
-    """Learning-rate factor: linear warm-up over ``warmup`` steps, then linear decay to
-    ``min_ratio`` at step ``total``."""
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return 1.0 - (1.0 - min_ratio) * progress
-
-    return factor
 
 
 class _StopRequest:
@@ -129,9 +105,16 @@ def _replica_seed(seed: int, rank: int, step: int) -> int:
     return seed + 1_000_003 * rank + 7_919 * step
 
 
-def _check_same_setup(path: Path, saved_json: str, cfg: Config) -> None:
+def _check_same_setup(path: Path, saved_json: str, task: Task) -> None:
     """Refuse to resume a checkpoint of another experiment, naming what differs."""
-    saved = Config.from_dict(json.loads(saved_json), where=f"{path} config").resume_key()
+    cfg = task.cfg
+    raw = json.loads(saved_json)
+    if raw.get("task", cfg.task) != cfg.task:
+        raise ValueError(
+            f"{path} belongs to a {raw['task']} run, not {cfg.task}; use another out_dir, "
+            "or start afresh with --no-resume"
+        )
+    saved = type(task).config_from_dict(raw, where=f"{path} config").resume_key()
     current = cfg.resume_key()
     if saved == current:
         return
@@ -173,25 +156,26 @@ def _truncate_log(path: Path, after_step: int) -> None:
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
-def train(cfg: Config, resume: bool = True, stop_after_steps: int | None = None) -> dict[str, Any]:
-    """Train the configured model; returns the results dict also written to results.json.
+def train(task: Task, resume: bool = True, stop_after_steps: int | None = None) -> dict[str, Any]:
+    """Train ``task`` as its config says; returns the results dict also written to
+    results.json.
 
-    With ``resume`` (the default) a ``last.pt`` in ``cfg.out_dir`` is picked up where it
+    With ``resume`` (the default) a ``last.pt`` in ``task.cfg.out_dir`` is picked up where it
     stopped. ``stop_after_steps`` stops (with a checkpoint) once that many optimizer steps
     have run in total, as an interruption would.
     """
-    replica = setup_replica(cfg.train.device)
+    replica = setup_replica(task.cfg.train.device)
     try:
-        return fit(cfg, replica, resume, stop_after_steps)[1]
+        return fit(task, replica, resume, stop_after_steps)[1]
     finally:
         teardown_replica(replica)
 
 
 def fit(
-    cfg: Config, replica: Replica, resume: bool = True, stop_after_steps: int | None = None
+    task: Task, replica: Replica, resume: bool = True, stop_after_steps: int | None = None
 ) -> tuple[nn.Module, dict[str, Any]]:
     """``train`` for an already set-up replica; returns this replica's model too."""
-    trainer = Trainer(cfg, replica, resume)
+    trainer = Trainer(task, replica, resume)
     results = trainer.run(stop_after_steps)
     return trainer.model, results
 
@@ -203,64 +187,49 @@ class Progress:
     epoch: int = 0
     step_in_epoch: int = 0
     global_step: int = 0
-    best_score: float | None = None  # dev accuracy, or dev perplexity for masked LM
+    best_score: float | None = None  # the task's selection metric
     best_epoch: int = -1
+    best_step: int = -1
     train_seconds: float = 0.0
 
 
 class Trainer:
-    """One training run: its data, model, optimiser and progress, and the loop over them."""
+    """One training run: its task, data, model, optimiser and progress, and the loop."""
 
-    def __init__(self, cfg: Config, replica: Replica, resume: bool = True) -> None:
+    def __init__(self, task: Task, replica: Replica, resume: bool = True) -> None:
+        cfg = task.cfg
         cfg.validate()  # also for configs built in code rather than loaded
-        self.cfg, self.replica = cfg, replica
+        self.task, self.cfg, self.replica = task, cfg, replica
+        self.selection = task.selection
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.last_path = self.out / LAST
         torch.manual_seed(cfg.seed)
-        self.masked_lm = cfg.data.name == TEXT
-        self.score_name = "perplexity" if self.masked_lm else "accuracy"
-        trees = uses_trees(cfg)
-        splits = {name: load_split(cfg.data, name, trees) for name in ("train", "dev", "test")}
-        for name, rows in splits.items():  # before training, not after hours of it
-            check_lengths(rows, cfg.model.max_length, f"{cfg.data.name} {name}")
+        # Every split is read and checked before training, not after hours of it.
+        examples = {name: task.read(name) for name in task.splits}
 
         state = load_checkpoint(self.last_path) if resume and self.last_path.exists() else None
         if state is not None:
-            _check_same_setup(self.last_path, state["config"], cfg)
-        train_words = (ex.tokens for ex in splits["train"])
-        self.vocab = (
-            Vocab(state["vocab"]) if state else Vocab.build(train_words, cfg.data.min_count)
-        )
-        self.node_vocab = None
-        if trees:
-            binary = TREE_ENCODERS[cfg.model.attention][1]
-            train_labels = (node_labels(ex, binary) for ex in splits["train"])
-            self.node_vocab = Vocab(state["node_vocab"]) if state else Vocab.build(train_labels)
-        self.train_set, self.dev_set, self.test_set = (
-            encode_split(cfg, rows, self.vocab, self.node_vocab, f"{cfg.data.name} {name}")
-            for name, rows in splits.items()
-        )
-        if self.masked_lm:
-            split = tuple(cfg.data.mask_split)
-            self.masking = masked_lm.Masking(cfg.data.mask_rate, split, len(self.vocab))
-            self.masking.check(f"{cfg.data.name} config")
-        node_vocab_size = len(self.node_vocab) if trees else 0
-        self.model = build_model(cfg, len(self.vocab), node_vocab_size).to(replica.device)
+            _check_same_setup(self.last_path, state["config"], task)
+            task.load_state_dict(task_state(state))
+        else:
+            task.fit(examples[task.train_split][0])
+        self.data = {name: task.encode(rows, where) for name, (rows, where) in examples.items()}
+        self.train_set = self.data[task.train_split]
+        self.model = task.build_model().to(replica.device)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay
         )
-        total_steps = sum(len(self._epoch_batches(e)) for e in range(cfg.train.epochs))
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer,
-            warmup_linear_decay(cfg.train.warmup_steps, total_steps, cfg.train.min_lr_ratio),
+            self.optimizer, schedule_factor(cfg.train, self._total_updates())
         )
         self.progress = Progress()
         if state is not None:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
-            self.progress = Progress(**{k: state[k] for k in asdict(self.progress)})
+            defaults = asdict(self.progress)  # checkpoints may predate a field
+            self.progress = Progress(**{k: state.get(k, v) for k, v in defaults.items()})
             if replica.is_main:
                 _set_rng_state(state["rng"], replica.device)
                 _truncate_log(self.out / METRICS, self.progress.global_step)
@@ -275,6 +244,8 @@ class Trainer:
                 # Nothing of an earlier run in this folder may pass for this one's.
                 for name in (METRICS, RESULTS, CURVE, BEST, LAST):
                     (self.out / name).unlink(missing_ok=True)
+                for kept in self.out.glob("step-*.pt"):
+                    kept.unlink()
                 config_text = json.dumps(cfg.to_dict(), indent=2)
                 (self.out / "config.json").write_text(config_text, encoding="utf-8")
             replica.barrier()
@@ -283,6 +254,14 @@ class Trainer:
         )
         self.loss_meter = _LossMeter(replica.device)
 
+    def _total_updates(self) -> int:
+        """Where training ends, in updates: the linear schedule decays to it."""
+        train = self.cfg.train
+        if train.epochs is None:
+            return train.max_updates
+        total = sum(len(self._epoch_batches(e)) for e in range(train.epochs))
+        return total if train.max_updates is None else min(total, train.max_updates)
+
     def _epoch_batches(self, epoch: int) -> list[list[int]]:
         """This replica's batches for ``epoch``, rebuilt identically on resume."""
         batches = bucket_batches(
@@ -290,45 +269,58 @@ class Trainer:
         )
         return shard_batches(batches, self.replica.rank, self.replica.world_size)
 
+    def _finished(self) -> bool:
+        train, progress = self.cfg.train, self.progress
+        return (train.epochs is not None and progress.epoch >= train.epochs) or (
+            train.max_updates is not None and progress.global_step >= train.max_updates
+        )
+
     def run(self, stop_after_steps: int | None = None) -> dict[str, Any]:
-        """Train to the configured number of epochs, or until stopped (Ctrl-C, SIGTERM or
-        ``stop_after_steps``); then score the best checkpoint on dev and test."""
+        """Train until the configured epochs or updates are done, or until stopped (Ctrl-C,
+        SIGTERM or ``stop_after_steps``); then score the best checkpoint on the task's
+        final splits."""
         stopped = False
         with _StopRequest() as stop:
-            while self.progress.epoch < self.cfg.train.epochs and not stopped:
+            while not self._finished() and not stopped:
                 stopped = self._train_epoch(
                     lambda step: self.replica.any(
                         stop.requested
                         or (stop_after_steps is not None and step >= stop_after_steps)
                     )
                 )
-                if not stopped:
-                    self._end_epoch()
         results: dict[str, Any] = {
             "finished": not stopped,
             "params": count_parameters(self.model),
             "train_seconds": round(self.progress.train_seconds, 2),
             "global_step": self.progress.global_step,
             "best_epoch": self.progress.best_epoch,
+            "best_step": self.progress.best_step,
         }
         if not stopped:
             results.update(self._score_best())
             if self.replica.is_main:
-                text = json.dumps(results, indent=2)
-                (self.out / RESULTS).write_text(text, encoding="utf-8")
-                title = f"{self.cfg.model.attention} on {self.cfg.data.name}"
-                plot_learning_curve(self.out / METRICS, self.out / CURVE, title=title)
+                summary = json.dumps(results, indent=2)
+                (self.out / RESULTS).write_text(summary, encoding="utf-8")
+                plot_learning_curve(
+                    self.out / METRICS,
+                    self.out / CURVE,
+                    title=self.task.title,
+                    split=self.selection.split,
+                    metric=self.selection.metric,
+                )
         return results
 
     def _train_epoch(self, should_stop: Callable[[int], bool]) -> bool:
-        """Train the rest of the current epoch; True when stopped before its end."""
+        """Train the rest of the current epoch, or up to ``train.max_updates``; True when
+        stopped before either."""
         cfg, progress = self.cfg, self.progress
         batches = self._epoch_batches(progress.epoch)
         self.net.train()
+        epochs = "" if cfg.train.epochs is None else f"/{cfg.train.epochs}"
         bar = tqdm(
             total=len(batches),
             initial=progress.step_in_epoch,
-            desc=f"epoch {progress.epoch + 1}/{cfg.train.epochs}",
+            desc=f"epoch {progress.epoch + 1}{epochs}",
             disable=not (cfg.train.progress and self.replica.is_main),
             leave=False,
             dynamic_ncols=True,
@@ -339,10 +331,7 @@ class Trainer:
         for indices in batches[progress.step_in_epoch :]:
             batch = self.train_set.batch(indices).to(self.replica.device)
             self.optimizer.zero_grad(set_to_none=True)
-            if self.masked_lm:
-                loss = masked_lm.batch_loss(self.net, batch, self.masking)
-            else:
-                loss = batch_loss(self.net, batch)
+            loss = self.task.loss(self.net, batch)
             loss.backward()
             nn.utils.clip_grad_norm_(self.model.parameters(), cfg.train.clip_norm)
             self.optimizer.step()
@@ -350,75 +339,96 @@ class Trainer:
             self.loss_meter.add(loss)
             progress.step_in_epoch += 1
             progress.global_step += 1
+            step = progress.global_step
             bar.update(1)
-            stopped = should_stop(progress.global_step)
-            save = stopped or progress.global_step % cfg.train.checkpoint_every == 0
-            if save or progress.global_step % cfg.train.log_every == 0:
+            stopped = should_stop(step)
+            at_limit = self._finished() and progress.step_in_epoch < len(batches)
+            evaluate = at_limit or (
+                cfg.train.eval_every is not None
+                and step % cfg.train.eval_every == 0
+                and progress.step_in_epoch < len(batches)  # the epoch's end evaluates anyway
+            )
+            save = stopped or evaluate or step % cfg.train.checkpoint_every == 0
+            if save or step % cfg.train.log_every == 0:
                 self._log_loss(bar)
+            if cfg.train.keep_every is not None and step % cfg.train.keep_every == 0:
+                self._checkpoint(self.out / f"step-{step}.pt", full=False)
+            if evaluate:
+                self._validate()
             if save:
                 progress.train_seconds += time.perf_counter() - started
                 started = time.perf_counter()
                 self._checkpoint(self.last_path, full=True)
-            if stopped:
+            if stopped or at_limit:
                 break
-        if self.loss_meter.count:
-            self._log_loss(bar)  # before the epoch's checkpoint
+        else:
+            if self.loss_meter.count:
+                self._log_loss(bar)  # before the epoch's checkpoint
+            bar.close()
+            progress.train_seconds += time.perf_counter() - started
+            self._end_epoch()
+            return False
         bar.close()
         progress.train_seconds += time.perf_counter() - started
         return stopped
 
     def _end_epoch(self) -> None:
-        """Score dev, keep the best weights, and checkpoint the start of the next epoch."""
-        progress = self.progress
-        dev = self._evaluate(self.dev_set)
-        epoch = progress.epoch
-        progress.epoch += 1
-        progress.step_in_epoch = 0
-        score = dev[self.score_name]
-        best = progress.best_score
-        if best is None or (score < best if self.masked_lm else score > best):
+        """Evaluate, and checkpoint the start of the next epoch."""
+        self._validate()
+        self.progress.epoch += 1
+        self.progress.step_in_epoch = 0
+        self._checkpoint(self.last_path, full=True)
+
+    def _validate(self) -> None:
+        """Score the selection split, log it and keep the best weights."""
+        progress, selection = self.progress, self.selection
+        scores = self._evaluate(selection.split)
+        score = scores[selection.metric]
+        if selection.better(score, progress.best_score):
             progress.best_score = score
-            progress.best_epoch = epoch
+            progress.best_epoch = progress.epoch
+            progress.best_step = progress.global_step
             self._checkpoint(self.out / BEST, full=False)
         if self.replica.is_main:
-            record = {"step": progress.global_step, "epoch": epoch, "split": "dev", **dev}
+            record = {
+                "step": progress.global_step,
+                "epoch": progress.epoch,
+                "split": selection.split,
+                **scores,
+            }
             _append_jsonl(self.out / METRICS, record)
             if self.cfg.train.progress:
                 tqdm.write(
-                    f"epoch {epoch + 1}: dev {self.score_name} {score:.2f} "
+                    f"epoch {progress.epoch + 1} update {progress.global_step}: "
+                    f"{selection.split} {selection.metric} {score:.2f} "
                     f"(best {progress.best_score:.2f})"
                 )
-        self._checkpoint(self.last_path, full=True)
 
-    def _evaluate(self, data) -> dict[str, float]:
-        max_tokens, device = self.cfg.train.eval_max_tokens, self.replica.device
-        if self.masked_lm:
-            return masked_lm.evaluate(self.model, data, max_tokens, device, self.masking)
-        return evaluate(self.model, data, max_tokens, device)
+    def _evaluate(self, split: str) -> dict[str, Any]:
+        return self.task.evaluate(self.model, self.data[split], self.replica.device)
 
     def _score_best(self) -> dict[str, float]:
-        """Dev and test score (accuracy, or perplexity) of the best checkpoint (its weights
+        """The headline metrics of the best checkpoint on every final split (its weights
         stay loaded)."""
         self.replica.barrier()  # until the main replica has written best.pt
         best = load_checkpoint(self.out / BEST, map_location=self.replica.device)
         self.model.load_state_dict(best["model"])
-        name = self.score_name
-        return {
-            f"dev_{name}": self._evaluate(self.dev_set)[name],
-            f"test_{name}": self._evaluate(self.test_set)[name],
-        }
+        scores = {}
+        for split in self.task.final_splits:
+            metrics = self._evaluate(split)
+            scores.update({f"{split}_{name}": metrics[name] for name in self.task.headline})
+        return scores
 
     def _checkpoint(self, path: Path, full: bool) -> None:
-        """Weights, config and vocabulary; with ``full``, all that resuming needs."""
+        """Weights, config and the task's vocabularies; with ``full``, all that resuming
+        needs."""
         if not self.replica.is_main:
             return
         record = {
             "model": self.model.state_dict(),
             "config": self.cfg.to_json(),
-            "vocab": self.vocab.tokens,
+            "task_state": self.task.state_dict(),
         }
-        if self.node_vocab is not None:
-            record["node_vocab"] = self.node_vocab.tokens
         if full:
             record.update(
                 optimizer=self.optimizer.state_dict(),

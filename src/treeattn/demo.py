@@ -6,19 +6,24 @@ import json
 from pathlib import Path
 from typing import Any
 
-from treeattn.engine.classification import model_names
-from treeattn.engine.config import load_config
+from treeattn.engine.report import score_names
 from treeattn.engine.trainer import train
+from treeattn.tasks import load_config, make_task
+from treeattn.tasks.encoders import model_names
 
 
 def format_table(rows: dict[str, dict[str, Any]]) -> str:
-    header = f"{'model':<14} {'params':>9} {'dev acc':>8} {'test acc':>9} {'train s':>8}"
+    """One row per model: parameters, the task's scores, training time."""
+    scores = score_names(next(iter(rows.values()))) if rows else []
+    widths = [max(8, len(name)) for name in scores]
+    columns = " ".join(
+        f"{name.replace('_', ' '):>{w}}" for name, w in zip(scores, widths, strict=True)
+    )
+    header = f"{'model':<14} {'params':>9} {columns} {'train s':>8}"
     lines = [header, "-" * len(header)]
     for name, r in rows.items():
-        lines.append(
-            f"{name:<14} {r['params']:>9,} {r['dev_accuracy']:>8.2f} "
-            f"{r['test_accuracy']:>9.2f} {r['train_seconds']:>8.1f}"
-        )
+        values = " ".join(f"{r[key]:>{w}.2f}" for key, w in zip(scores, widths, strict=True))
+        lines.append(f"{name:<14} {r['params']:>9,} {values} {r['train_seconds']:>8.1f}")
     return "\n".join(lines)
 
 
@@ -28,9 +33,11 @@ def run_demo(out: Path, overrides: list[str] = ()) -> dict[str, dict[str, Any]]:
     for name in model_names():
         cfg = load_config(None, [*overrides, f"model.attention={name}", f"out_dir={out / name}"])
         print(f"== {name} ==", flush=True)
-        result = train(cfg, resume=False)
+        result = train(make_task(cfg), resume=False)
         rows[name] = {
-            key: result[key] for key in ("dev_accuracy", "test_accuracy", "params", "train_seconds")
+            **{key: result[key] for key in score_names(result)},
+            "params": result["params"],
+            "train_seconds": result["train_seconds"],
         }
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps({"models": rows}, indent=2), encoding="utf-8")

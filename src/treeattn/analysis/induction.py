@@ -19,7 +19,6 @@ from torch import nn
 from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.vocab import Vocab
-from treeattn.engine.evaluation import SavedModel, load_model
 from treeattn.metrics.unsupervised import (
     gold_spans,
     left_branching_spans,
@@ -31,6 +30,7 @@ from treeattn.metrics.unsupervised import (
     unlabeled_f1,
     word_mask,
 )
+from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees import Tree
 from treeattn.trees.tree import Span
 
@@ -38,8 +38,8 @@ THRESHOLD = 0.8
 BASELINES = ("random", "left-branching", "right-branching")
 
 
-def load_tree_transformer(checkpoint: str, device: str = "auto") -> SavedModel:
-    saved = load_model(checkpoint, device)
+def load_tree_transformer(checkpoint: str, device: str = "auto") -> Trained:
+    saved = load_trained(checkpoint, device)
     if saved.cfg.model.attention != "constituent":
         raise ValueError(
             f"{checkpoint}: inducing trees needs a constituent-attention model, not "
@@ -68,13 +68,13 @@ def layer_links(model: nn.Module, tokens: torch.Tensor, pad_mask: torch.Tensor) 
     return torch.stack(found)
 
 
-def encode_words(saved: SavedModel, words: Sequence[str]) -> list[int]:
+def encode_words(saved: Trained, words: Sequence[str]) -> list[int]:
     """Word ids as the model was trained to read them (lowercased when it was)."""
     lower = saved.cfg.data.lowercase
-    return saved.vocab.encode([w.lower() if lower else w for w in words])
+    return saved.task.vocab.encode([w.lower() if lower else w for w in words])
 
 
-def sentence_priors(saved: SavedModel, words: Sequence[str]) -> list[np.ndarray]:
+def sentence_priors(saved: Trained, words: Sequence[str]) -> list[np.ndarray]:
     """Every layer's constituent prior (n, n) for one sentence, bottom layer first."""
     if len(words) > saved.cfg.model.max_length:
         raise ValueError(f"{len(words)} words, more than max_length={saved.cfg.model.max_length}")
@@ -112,7 +112,7 @@ def spans_to_tree(words: Sequence[str], spans: set[Span], label: str = "X") -> T
 
 
 def induce_trees(
-    saved: SavedModel,
+    saved: Trained,
     sentences: Sequence[Sequence[str]],
     threshold: float = THRESHOLD,
     min_layer: int = 0,

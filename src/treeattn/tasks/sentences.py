@@ -1,10 +1,13 @@
-"""Data sets by name: generated ListOps, SST-5, SST-2 (classification) and raw text
-(masked language modelling, every sentence labeled 0)."""
+"""Sentence data sets for the classify and mlm tasks: generated ListOps, SST-5, SST-2, labeled
+sentence files (classification) and raw text (masked language modelling, every sentence
+labeled 0); plain text files of one sentence per line."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from treeattn.data.listops import ListOpsExample, generate_listops, read_listops
 from treeattn.data.sst import (
@@ -15,11 +18,14 @@ from treeattn.data.sst import (
     read_sst_file,
 )
 from treeattn.data.text import text_corpora
-from treeattn.engine.config import DataConfig
+from treeattn.errors import FormatError, read_utf8
 from treeattn.trees import Tree, fold_tree
+from treeattn.trees.tree import WHITESPACE
+from treeattn.trees.treebank import iter_treebank
 
 SPLITS = ("train", "dev", "test")
-CLASSES = {"listops": 10, "sst5": 5, "sst2": 2}
+CLASSES = {"listops": 10, "sst5": 5, "sst2": 2}  # data sets whose classes are 0..C-1
+LABELED = "labeled"  # sentence files named by data.paths, one split a file
 TEXT = "text"  # the masked-language-modelling data set
 
 
@@ -30,7 +36,7 @@ class LabeledSentence:
     models; -1 where a phrase has no label, as the neutral ones of SST-2)."""
 
     tokens: list[str]
-    label: int
+    label: int | str  # a class id, or a class name read from a labeled file
     tree: Tree | None = None
     phrase_labels: tuple[tuple[int, int, int], ...] = ()
 
@@ -39,9 +45,12 @@ def _lowercase_tree(tree: Tree) -> Tree:
     return fold_tree(tree, lambda node, kids: Tree(node.label, kids), leaf=str.lower)
 
 
-def _prepare(examples: list[LabeledSentence], cfg: DataConfig) -> list[LabeledSentence]:
-    if not cfg.lowercase:
-        return examples
+def _prepare(examples: list[LabeledSentence], cfg: Any) -> list[LabeledSentence]:
+    return lowercased(examples) if cfg.lowercase else examples
+
+
+def lowercased(examples: Sequence[LabeledSentence]) -> list[LabeledSentence]:
+    """The examples with their words lowercased, in the tokens and in the trees."""
     return [
         replace(
             ex,
@@ -52,12 +61,12 @@ def _prepare(examples: list[LabeledSentence], cfg: DataConfig) -> list[LabeledSe
     ]
 
 
-def _unlabeled(tree: Tree, label: str = "X") -> Tree:
+def unlabeled_tree(tree: Tree, label: str = "X") -> Tree:
     """The tree with every node labeled ``label``: SST's node labels are the targets."""
     return fold_tree(tree, lambda node, kids: Tree(label, kids))
 
 
-def _listops(cfg: DataConfig, split: str) -> list[ListOpsExample]:
+def _listops(cfg: Any, split: str) -> list[ListOpsExample]:
     """Generated ListOps; dev holds no training expression, test none of either."""
     seen: set[str] = set()
     # Each split has its own seed, so changing one size changes the others only through
@@ -80,7 +89,7 @@ def _whole_tree(ex: SentimentExample, to_binary: bool, phrases: bool) -> Labeled
     """An SST sentence for a tree model; ``to_binary`` maps 0-4 labels to SST-2's."""
     label = binary_label if to_binary else (lambda x: x)
     spans = tuple((start, end, label(y)) for start, end, y in ex.phrase_labels) if phrases else ()
-    return LabeledSentence(ex.tokens, label(ex.label), _unlabeled(ex.tree), spans)
+    return LabeledSentence(ex.tokens, label(ex.label), unlabeled_tree(ex.tree), spans)
 
 
 def _subtrees_by_span(tree: Tree) -> dict[tuple[int, int], Tree]:
@@ -93,17 +102,17 @@ def _subtrees_by_span(tree: Tree) -> dict[tuple[int, int], Tree]:
     return found
 
 
-def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
-    """One split of the configured data set.
+def load_split(cfg: Any, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
+    """One split of the data set of ``cfg`` (a task's ``data`` section).
 
     ``whole_trees`` is for tree models: SST trees come with their node labels hidden and,
     with ``phrase_level`` in training, every phrase's label in ``phrase_labels`` instead of
     a row per phrase.
     """
+    if cfg.name == LABELED:
+        return _prepare(read_labeled_file(cfg.paths[split], whole_trees), cfg)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
-    if cfg.phrase_level and cfg.name not in ("sst5", "sst2"):
-        raise ValueError(f"data.phrase_level needs phrase labels, which {cfg.name} does not have")
     if cfg.name == "listops":
         rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in _listops(cfg, split)]
     elif cfg.name in ("sst5", "sst2"):
@@ -138,20 +147,23 @@ def load_split(cfg: DataConfig, split: str, whole_trees: bool = False) -> list[L
     elif cfg.name == TEXT:
         rows = [LabeledSentence(words, 0) for words in text_corpora(split, root=cfg.root)]
     else:
-        known = ", ".join([*CLASSES, TEXT])
+        known = ", ".join([*CLASSES, LABELED, TEXT])
         raise ValueError(f"unknown data set {cfg.name!r}; known: {known}")
     return _prepare(rows, cfg)
 
 
-def read_file(
-    cfg: DataConfig, path: str | Path, whole_trees: bool = False
-) -> list[LabeledSentence]:
+def read_file(cfg: Any, path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
     """Labeled sentences from a file in the data set's own format.
 
     ListOps: ``label<TAB>expression`` lines. SST: one labeled tree per line (SST-2 drops
-    sentences whose root label is neutral, as its test split does).
+    sentences whose root label is neutral, as its test split does). Labeled files: see
+    ``read_labeled_file``; raw text: one tokenized sentence per line.
     """
-    if cfg.name == "listops":
+    if cfg.name == LABELED:
+        rows = read_labeled_file(path, whole_trees)
+    elif cfg.name == TEXT:
+        rows = [LabeledSentence(words, 0) for words in read_sentences(path)]
+    elif cfg.name == "listops":
         rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in read_listops(path)]
     elif cfg.name in ("sst5", "sst2"):
         examples = read_sst_file(path, fine_grained=cfg.name == "sst5")
@@ -162,3 +174,76 @@ def read_file(
     else:
         raise ValueError(f"unknown data set {cfg.name!r}; known: {', '.join(CLASSES)}")
     return _prepare(rows, cfg)
+
+
+def read_labeled_file(path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
+    """A labeled sentence file: ``LABEL<TAB>sentence`` lines (words separated by spaces), or
+    one bracketed tree per line whose root label is the class.
+
+    A tree keeps its other node labels; its root is relabeled ``X``, so the class is not
+    among them (``whole_trees``; otherwise the tree keeps the class as its root label, which
+    no token-level model reads). Labels are names, mapped to classes by the task. A line
+    without a tab, an empty label or sentence, or an empty line is an error naming the file
+    and line; so is a tree file with a line that is not one whole tree.
+    """
+    path = Path(path)
+    text = read_utf8(path)
+    first = next((line for line in text.split("\n") if line.strip(WHITESPACE)), "")
+    if first.lstrip(WHITESPACE).startswith("("):
+        rows = []
+        for entry in iter_treebank(path, one_per_line=True, unwrap=False):
+            tree = entry.tree
+            if whole_trees:
+                tree = Tree("X", tree.children)
+            rows.append(LabeledSentence(entry.tree.leaves(), entry.tree.label, tree))
+        return rows
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip(WHITESPACE):
+            raise FormatError("empty line", str(path), number, 1)
+        label, sep, sentence = line.partition("\t")
+        if not sep:
+            raise FormatError(
+                "expected 'LABEL<TAB>sentence' (or one bracketed tree per line)",
+                str(path),
+                number,
+                1,
+            )
+        if not label.strip():
+            raise FormatError("empty label before the tab", str(path), number, 1)
+        words = sentence.split()
+        if not words:
+            raise FormatError("no words after the tab", str(path), number, len(label) + 2)
+        rows.append(LabeledSentence(words, label.strip(), None))
+    return rows
+
+
+def read_sentences(path: str | Path) -> list[list[str]]:
+    """One sentence per line, words separated by spaces; an empty line is an error naming
+    the file and line (the newline ending the last line is not an empty line)."""
+    return lines_to_sentences(read_utf8(path).splitlines(), str(path))
+
+
+def lines_to_sentences(lines: Sequence[str], where: str) -> list[list[str]]:
+    """The words of each line; an empty line is an error naming ``where`` and the line."""
+    sentences = []
+    for number, line in enumerate(lines, start=1):
+        words = line.split()
+        if not words:
+            raise FormatError("empty line", where, number, 1)
+        sentences.append(words)
+    return sentences
+
+
+def read_examples(
+    cfg: Any, source: str, whole_trees: bool, splits: Sequence[str]
+) -> tuple[list[LabeledSentence], str]:
+    """The examples of ``source``, a split name of ``splits`` or a file in the data set's
+    format, and a name for them in errors."""
+    if source in splits:
+        return load_split(cfg, source, whole_trees), f"{cfg.name} {source}"
+    if Path(source).is_file():
+        return read_file(cfg, source, whole_trees), source
+    raise FileNotFoundError(
+        f"{source!r} is neither a split name ({', '.join(splits)}) nor an existing file"
+    )

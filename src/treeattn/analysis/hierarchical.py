@@ -10,14 +10,14 @@ from typing import Any
 import torch
 
 from treeattn.data.batching import bucket_batches
-from treeattn.engine.datasets import LabeledSentence
-from treeattn.engine.evaluation import SavedModel, load_model
+from treeattn.tasks.sentences import LabeledSentence
+from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees.lnr import to_lnr
 from treeattn.viz.attention import SHARE_KEYS, attention_share, plot_attention
 from treeattn.viz.trees import draw_tree
 
 
-def _weights(saved: SavedModel, batch) -> list[torch.Tensor]:
+def _weights(saved: Trained, batch) -> list[torch.Tensor]:
     """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves]."""
     encoder = saved.model.encoder
     context = batch.context
@@ -27,8 +27,8 @@ def _weights(saved: SavedModel, batch) -> list[torch.Tensor]:
     return weights
 
 
-def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> SavedModel:
-    saved = load_model(checkpoint, device)
+def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> Trained:
+    saved = load_trained(checkpoint, device)
     if saved.cfg.model.attention != "hierarchical":
         raise ValueError(
             f"{checkpoint}: attention maps need a hierarchical model, "
@@ -38,11 +38,9 @@ def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> SavedMode
 
 
 @torch.no_grad()
-def attention_shares(
-    saved: SavedModel, examples: list[LabeledSentence], where: str
-) -> dict[str, Any]:
+def attention_shares(saved: Trained, examples: list[LabeledSentence], where: str) -> dict[str, Any]:
     """Mean percentage of attention from leaf and node queries to node and leaf keys, over
-    every layer, head and real query of ``examples`` (from ``saved.examples``)."""
+    every layer, head and real query of ``examples`` (from ``saved.read``)."""
     encoded = saved.encode(examples, where)
     totals = dict.fromkeys(SHARE_KEYS, 0.0)
     counts = {"leaf": 0, "node": 0}
@@ -67,7 +65,7 @@ def attention_shares(
 
 @torch.no_grad()
 def draw_sentence(
-    saved: SavedModel,
+    saved: Trained,
     examples: list[LabeledSentence],
     where: str,
     index: int,

@@ -16,14 +16,14 @@ import torch
 
 from treeattn.attention.structured import StructuredAttention
 from treeattn.data.batching import bucket_batches
-from treeattn.engine.datasets import LabeledSentence
-from treeattn.engine.evaluation import SavedModel, load_model
 from treeattn.structs import Eisner, arcs_to_heads, best_heads
+from treeattn.tasks.sentences import LabeledSentence
+from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees.dependency import DependencyTree
 
 
-def load_structured(checkpoint: str, device: str = "auto") -> SavedModel:
-    saved = load_model(checkpoint, device)
+def load_structured(checkpoint: str, device: str = "auto") -> Trained:
+    saved = load_trained(checkpoint, device)
     if saved.cfg.model.attention != "structured":
         raise ValueError(
             f"{checkpoint}: latent trees need a structured model, not {saved.cfg.model.attention!r}"
@@ -68,7 +68,7 @@ def decode_heads(scores: torch.Tensor, lengths: torch.Tensor, structure: str) ->
 
 @torch.no_grad()
 def latent_trees(
-    saved: SavedModel, examples: list[LabeledSentence], where: str
+    saved: Trained, examples: list[LabeledSentence], where: str
 ) -> list[list[list[list[int]]]]:
     """``trees[layer][head][k]``: the heads of sentence k's best latent tree (``examples``
     order), as ``DependencyTree.heads`` (0 = root)."""

@@ -1,0 +1,167 @@
+"""What the engine needs from a task, and nothing more.
+
+A task owns everything that depends on what is learned: its config sections (``data`` and
+``model``), its splits, its vocabularies, how examples become batches, the model, the loss,
+the metrics and the predictions. The engine owns the loop around them (``trainer.py``).
+Adding a task is one subclass of ``Task`` and one ``register_task`` call
+(``treeattn.tasks``); docs/TASKS.md walks through it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import torch
+from torch import nn
+
+from treeattn.engine.config import Config, make_config
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The score that picks the best checkpoint: ``metric`` of ``evaluate`` on ``split``."""
+
+    split: str
+    metric: str
+    higher_is_better: bool
+
+    def better(self, score: float, best: float | None) -> bool:
+        if best is None:
+            return True
+        return score > best if self.higher_is_better else score < best
+
+
+class Batch(Protocol):
+    """Whatever a task's ``collate`` makes; the engine only moves it to a device."""
+
+    def to(self, device: torch.device) -> Batch: ...
+
+
+class Encoded(Protocol):
+    """A split encoded once for the model. ``lengths[i]``: the size of example i that
+    token-bucketed batches count (its padded width)."""
+
+    lengths: Sequence[int]
+
+    def __len__(self) -> int: ...
+
+    def batch(self, indices: Sequence[int]) -> Batch: ...
+
+
+class Task(ABC):
+    """One task behind the engine: subclass it, set the class attributes, implement the
+    abstract methods.
+
+    ``Data`` and ``Model`` are the dataclasses of the config's ``data`` and ``model``
+    sections; ``check_config`` rejects values no run can use, naming the key. ``headline``
+    names the metrics of ``evaluate`` that runs report (results.json, ``treeattn report``,
+    the demo table).
+    """
+
+    name: ClassVar[str]
+    Data: ClassVar[type]
+    Model: ClassVar[type]
+    headline: ClassVar[tuple[str, ...]]
+    train_split: ClassVar[str] = "train"
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+
+    # -- configuration ------------------------------------------------------------------
+
+    @classmethod
+    def config_from_dict(cls, raw: dict[str, Any], where: str = "config") -> Config:
+        """A validated config of this task from a raw (YAML or JSON) mapping."""
+        raw = dict(raw)
+        named = raw.pop("task", None)
+        if named is not None and named != cls.name:
+            raise ValueError(f"{where}: task {named!r} is not {cls.name!r}")
+        data, model = raw.pop("data", {}), raw.pop("model", {})
+        if named is None:
+            data, model = cls.legacy_sections(data, model)
+        cfg = make_config(cls.name, cls.Data, cls.Model, data, model, raw, where)
+        cls.check_config(cfg, where)
+        cfg.validate(where)
+        return cfg
+
+    @classmethod
+    def legacy_sections(cls, data: Any, model: Any) -> tuple[Any, Any]:
+        """The ``data`` and ``model`` sections of a config that names no task (written
+        before tasks had names), made readable as this task's."""
+        return data, model
+
+    @classmethod  # noqa: B027 (optional: a task without checks of its own)
+    def check_config(cls, cfg: Config, where: str) -> None:
+        """Reject ``data`` and ``model`` values that no run can use, naming the key."""
+
+    @property
+    def title(self) -> str:
+        """What a run trains, for the learning curve's title."""
+        return self.name
+
+    # -- splits and data ----------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def selection(self) -> Selection:
+        """The split and metric that select the best checkpoint."""
+
+    @property
+    @abstractmethod
+    def final_splits(self) -> tuple[str, ...]:
+        """The splits the best checkpoint is scored on when training ends."""
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """Every split training reads: training, selection and final ones, in that order."""
+        names = [self.train_split, self.selection.split, *self.final_splits]
+        return tuple(dict.fromkeys(names))
+
+    @abstractmethod
+    def read(self, source: str) -> tuple[list[Any], str]:
+        """The examples of a split name or a file in the data set's format, and a name for
+        them in errors (the data set and split, or the path)."""
+
+    @abstractmethod
+    def fit(self, train_examples: Sequence[Any]) -> None:
+        """Build vocabularies (or subword models) from the training examples."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """What ``fit`` learned, as tensors and plain values (loadable with
+        ``weights_only=True``); it goes into every checkpoint."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` gave, instead of ``fit``."""
+
+    @abstractmethod
+    def encode(self, examples: Sequence[Any], where: str) -> Encoded:
+        """Examples as the model reads them, once; bad or over-long examples are an error
+        naming ``where``, never dropped or truncated."""
+
+    # -- model, loss, metrics, predictions ----------------------------------------------
+
+    @abstractmethod
+    def build_model(self) -> nn.Module:
+        """A fresh model as the config describes it (after ``fit`` or ``load_state_dict``)."""
+
+    @abstractmethod
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """The scalar training loss of one batch (``train.label_smoothing`` applies to
+        cross-entropy losses)."""
+
+    @abstractmethod
+    def evaluate(self, model: nn.Module, data: Encoded, device: torch.device) -> dict[str, Any]:
+        """Metrics of ``data``, the selection metric among them."""
+
+    @abstractmethod
+    def read_inputs(self, lines: Sequence[str], where: str) -> list[Any]:
+        """Unlabeled inputs for ``predict``, one per line (``where``: the file, for errors)."""
+
+    @abstractmethod
+    def predict(self, model: nn.Module, data: Encoded, device: torch.device) -> list[str]:
+        """One output line per example, in the order of ``data``."""

@@ -1,0 +1,79 @@
+"""Tasks by name, and configs read into a task's sections.
+
+A config names its task (``task: classify``); one without a name is read as configs were
+before tasks had names: ``data.name: text`` is masked language modelling, anything else
+classification.
+
+>>> cfg = load_config(None, ["task=classify", "data.name=sst5"])
+>>> type(make_task(cfg)).__name__
+'ClassifyTask'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from treeattn.engine.config import Config, read_raw_config
+from treeattn.engine.task import Task
+from treeattn.tasks.classify import ClassifyTask
+from treeattn.tasks.mlm import MaskedLMTask
+from treeattn.tasks.sentences import TEXT
+
+_TASKS: dict[str, type[Task]] = {}
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Make ``cls`` available as ``task: <cls.name>`` in configs (usable as a decorator)."""
+    if cls.name in _TASKS and _TASKS[cls.name] is not cls:
+        raise ValueError(f"a task named {cls.name!r} is already registered")
+    _TASKS[cls.name] = cls
+    return cls
+
+
+def task_names() -> list[str]:
+    return list(_TASKS)
+
+
+def task_class(name: str) -> type[Task]:
+    if name not in _TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS)}")
+    return _TASKS[name]
+
+
+register_task(ClassifyTask)
+register_task(MaskedLMTask)
+
+
+def _named_task(raw: dict[str, Any]) -> str:
+    """The task a raw config names, or the one its data set implies when it names none."""
+    if "task" in raw:
+        if not isinstance(raw["task"], str):
+            raise ValueError(f"task must be a name ({', '.join(_TASKS)}), got {raw['task']!r}")
+        return raw["task"]
+    data = raw.get("data")
+    name = data.get("name") if isinstance(data, dict) else None
+    return MaskedLMTask.name if name == TEXT else ClassifyTask.name
+
+
+def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
+    """A validated config from a raw mapping (a YAML file's, or a checkpoint's JSON)."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected a mapping, got {raw!r}")
+    try:
+        cls = task_class(_named_task(raw))
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    return cls.config_from_dict(raw, where)
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> Config:
+    """A config file (or the defaults: ListOps classification) with ``key=value`` overrides;
+    every value is checked, and a wrong one named, before any work starts."""
+    raw = read_raw_config(path, overrides)
+    return config_from_dict(raw, where=str(path or "config"))
+
+
+def make_task(cfg: Config) -> Task:
+    """The task a config names, ready to train (``treeattn.engine.trainer.train``)."""
+    return task_class(cfg.task)(cfg)

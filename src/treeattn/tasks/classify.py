@@ -1,0 +1,325 @@
+"""Sentence classification: ListOps, SST-5, SST-2 and labeled sentence files, with any
+encoder (an attention mechanism in the Transformer, or a tree encoder)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from treeattn.data.batching import TokenBatch, bucket_batches
+from treeattn.data.listops import parse_expression
+from treeattn.data.sst import IGNORE_LABEL
+from treeattn.data.vocab import Vocab
+from treeattn.engine.config import Config, check_positive
+from treeattn.engine.task import Selection, Task
+from treeattn.errors import FormatError
+from treeattn.metrics.classification import accuracy
+from treeattn.models.classifier import SentenceClassifier, TreeClassifier
+from treeattn.tasks.encoders import (
+    TREE_ENCODERS,
+    EncoderConfig,
+    build_encoder,
+    build_tree_encoder,
+    check_encoder,
+    uses_distances,
+    uses_trees,
+)
+from treeattn.tasks.encoding import EncodedSet, check_lengths, encode_split, node_labels
+from treeattn.tasks.sentences import (
+    CLASSES,
+    LABELED,
+    SPLITS,
+    LabeledSentence,
+    lowercased,
+    read_examples,
+    unlabeled_tree,
+)
+from treeattn.trees import Tree
+
+MLM_KEYS = ("mask_rate", "mask_split")  # of the data section all sentence tasks once shared
+
+
+@dataclass
+class ClassifyData:
+    """``name``: ``listops`` (generated, no files), ``sst5`` or ``sst2``, or ``labeled``:
+    sentence files named by ``paths`` (split name -> file; ``train`` and ``dev`` needed,
+    every split but ``train`` scored at the end), one ``LABEL<TAB>sentence`` per line or
+    one bracketed tree per line whose root label is the class."""
+
+    name: str = "listops"
+    root: str | None = None  # data folder; default from TREEATTN_DATA
+    paths: dict = field(default_factory=dict)
+    min_count: int = 1  # words seen fewer times in training become <unk>
+    lowercase: bool = False
+    # SST only: train on every labeled phrase (each node's words and label, Tai et al.
+    # 2015) besides the sentences; dev and test stay sentence-level.
+    phrase_level: bool = False
+    # ListOps generation
+    train_size: int = 6000
+    dev_size: int = 1000
+    test_size: int = 1000
+    max_depth: int = 3
+    max_args: int = 5
+    max_length: int = 80
+
+
+@dataclass
+class ClassifyModel(EncoderConfig):
+    # auto: mean over tokens for Transformer encoders, the root for tree encoders; or
+    # mean, first (token encoders), root, mean (tree encoders: the mean over nodes)
+    pooling: str = "auto"
+
+
+class ClassifyTask(Task):
+    """One label per sentence, chosen by accuracy on dev; predictions are class names."""
+
+    name = "classify"
+    Data = ClassifyData
+    Model = ClassifyModel
+    headline = ("accuracy",)
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg)
+        self.vocab: Vocab | None = None
+        self.node_vocab: Vocab | None = None
+        data = cfg.data
+        self.classes = [str(k) for k in range(CLASSES[data.name])] if data.name in CLASSES else []
+
+    @classmethod
+    def legacy_sections(cls, data: Any, model: Any) -> tuple[Any, Any]:
+        # Masked-LM settings were ignored by classification runs.
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in MLM_KEYS}
+        return data, model
+
+    @classmethod
+    def check_config(cls, cfg: Config, where: str) -> None:
+        d, m = cfg.data, cfg.model
+        known = [*CLASSES, LABELED]
+        if d.name not in known:
+            raise ValueError(
+                f"{where}: data.name={d.name!r} is not a classification data set; "
+                f"known: {', '.join(known)} (masked language modelling: task: mlm)"
+            )
+        positive = {
+            "data.train_size": d.train_size,
+            "data.dev_size": d.dev_size,
+            "data.test_size": d.test_size,
+            "data.min_count": d.min_count,
+        }
+        check_positive(positive, where)
+        if d.phrase_level and d.name not in ("sst5", "sst2"):
+            raise ValueError(
+                f"{where}: data.phrase_level needs phrase labels, which {d.name} does not have"
+            )
+        if d.name == LABELED:
+            for split in ("train", "dev"):
+                if split not in d.paths:
+                    raise ValueError(f"{where}: data.paths.{split} is missing (a file)")
+            for split, path in d.paths.items():
+                if not isinstance(path, str):
+                    raise ValueError(f"{where}: data.paths.{split} must be a file name")
+        elif d.paths:
+            raise ValueError(f"{where}: data.paths is for data.name=labeled, not {d.name}")
+        check_encoder(m, where)
+        poolings = ("auto", "mean", "root") if uses_trees(m) else ("auto", "mean", "first")
+        if m.pooling not in poolings:
+            raise ValueError(
+                f"{where}: model.pooling={m.pooling!r} does not fit {m.attention}; "
+                f"use {', '.join(poolings)}"
+            )
+
+    @property
+    def title(self) -> str:
+        return f"{self.cfg.model.attention} on {self.cfg.data.name}"
+
+    # -- splits and data ----------------------------------------------------------------
+
+    @property
+    def selection(self) -> Selection:
+        return Selection("dev", "accuracy", higher_is_better=True)
+
+    @property
+    def _data_splits(self) -> tuple[str, ...]:
+        data = self.cfg.data
+        return tuple(data.paths) if data.name == LABELED else SPLITS
+
+    @property
+    def final_splits(self) -> tuple[str, ...]:
+        return tuple(s for s in self._data_splits if s != self.train_split)
+
+    @property
+    def _whole_trees(self) -> bool:
+        return uses_trees(self.cfg.model)
+
+    def read(self, source: str) -> tuple[list[LabeledSentence], str]:
+        examples, where = read_examples(self.cfg.data, source, self._whole_trees, self._data_splits)
+        if not examples:
+            raise ValueError(f"{where}: no examples")
+        check_lengths(examples, self.cfg.model.max_length, where)
+        return examples, where
+
+    def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
+        self.vocab = Vocab.build((ex.tokens for ex in train_examples), self.cfg.data.min_count)
+        if self._whole_trees:
+            binary = TREE_ENCODERS[self.cfg.model.attention][1]
+            self.node_vocab = Vocab.build(node_labels(ex, binary) for ex in train_examples)
+        if self.cfg.data.name == LABELED:
+            self.classes = _class_names(ex.label for ex in train_examples)
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"vocab": self.vocab.tokens}
+        if self.node_vocab is not None:
+            state["node_vocab"] = self.node_vocab.tokens
+        if self.cfg.data.name == LABELED:
+            state["classes"] = list(self.classes)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.vocab = Vocab(state["vocab"])
+        if self._whole_trees:
+            if "node_vocab" not in state:
+                raise ValueError("a tree model's checkpoint without its node vocabulary")
+            self.node_vocab = Vocab(state["node_vocab"])
+        if self.cfg.data.name == LABELED:
+            self.classes = list(state["classes"])
+
+    def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
+        labels = None
+        if any(isinstance(ex.label, str) for ex in examples):
+            index = {name: k for k, name in enumerate(self.classes)}
+            labels = []
+            for i, ex in enumerate(examples):
+                if ex.label not in index:
+                    raise ValueError(
+                        f"{where}: sentence {i + 1} has the label {ex.label!r}, which training "
+                        f"did not have ({', '.join(self.classes)})"
+                    )
+                labels.append(index[ex.label])
+        return encode_split(self.cfg.model, examples, self.vocab, self.node_vocab, where, labels)
+
+    # -- model, loss, metrics, predictions ----------------------------------------------
+
+    def build_model(self) -> nn.Module:
+        m, classes = self.cfg.model, len(self.classes)
+        if uses_trees(m):
+            tree_encoder = build_tree_encoder(m, len(self.vocab), len(self.node_vocab))
+            pooling = "root" if m.pooling == "auto" else m.pooling
+            if self.cfg.data.phrase_level and pooling != "root":
+                raise ValueError(
+                    "phrase-level training of a tree model trains every node's own prediction; "
+                    f"the sentence is read at the root, so model.pooling={m.pooling!r} cannot "
+                    "be used"
+                )
+            return TreeClassifier(tree_encoder, classes, pooling=pooling, dropout=m.dropout)
+        pooling = "mean" if m.pooling == "auto" else m.pooling
+        return SentenceClassifier(build_encoder(m, len(self.vocab)), classes, pooling, m.dropout)
+
+    def loss(self, model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+        """Cross-entropy of the sentence labels, or with phrase targets, of every labeled
+        node and leaf together."""
+        smoothing = self.cfg.train.label_smoothing
+        if batch.node_targets is None:
+            return F.cross_entropy(
+                _logits(model, batch),
+                batch.labels,
+                ignore_index=IGNORE_LABEL,
+                label_smoothing=smoothing,
+            )
+        node_logits, leaf_logits = model(
+            batch.tokens, batch.pad_mask, batch.context, every_node=True
+        )
+        logits = torch.cat([node_logits.flatten(0, 1), leaf_logits.flatten(0, 1)])
+        targets = torch.cat([batch.node_targets.flatten(), batch.leaf_targets.flatten()])
+        total = F.cross_entropy(
+            logits,
+            targets,
+            ignore_index=IGNORE_LABEL,
+            reduction="sum",
+            label_smoothing=smoothing,
+        )
+        # A batch whose phrases are all unlabeled (neutral, in SST-2) adds 0, not NaN.
+        return total / (targets != IGNORE_LABEL).sum().clamp(min=1)
+
+    @torch.no_grad()
+    def _predictions(
+        self, model: nn.Module, data: EncodedSet, device: torch.device
+    ) -> tuple[torch.Tensor, float]:
+        """The predicted class of every example, and the summed cross-entropy of the
+        labeled ones."""
+        was_training = model.training
+        model.eval()
+        predictions = torch.zeros(len(data), dtype=torch.long)
+        total_loss = 0.0
+        max_tokens = self.cfg.train.eval_max_tokens
+        for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
+            batch = data.batch(indices).to(device)
+            logits = _logits(model, batch)
+            loss = F.cross_entropy(logits, batch.labels, ignore_index=IGNORE_LABEL, reduction="sum")
+            total_loss += loss.item()
+            predictions[indices] = logits.argmax(-1).cpu()
+        model.train(was_training)
+        return predictions, total_loss
+
+    def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
+        """Accuracy and mean cross-entropy over the sentences that have a label (SST-2
+        phrase-level training data also holds neutral sentences, labeled -1)."""
+        predictions, total_loss = self._predictions(model, data, device)
+        labeled = data.labels >= 0
+        gold = data.labels[labeled].tolist()
+        return {
+            "accuracy": accuracy(gold, predictions[labeled].tolist()),
+            "loss": total_loss / max(1, len(gold)),
+            "count": len(gold),
+        }
+
+    def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
+        """One sentence per line: a ListOps expression; or, for the other data sets, words
+        separated by spaces or one bracketed tree (its words are read; models that read
+        trees need one)."""
+        m, name = self.cfg.model, self.cfg.data.name
+        needs_tree = uses_trees(m) or uses_distances(m)
+        examples = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise FormatError("empty line", where, number, 1)
+            if name == "listops":
+                tree = parse_expression(line.split(), where, number)
+                examples.append(LabeledSentence(tree.leaves(), IGNORE_LABEL, tree))
+            elif line.lstrip().startswith("("):
+                tree = Tree.parse(line, where, number)
+                if self._whole_trees:  # node labels as training showed them
+                    tree = unlabeled_tree(tree) if name in CLASSES else Tree("X", tree.children)
+                examples.append(LabeledSentence(tree.leaves(), IGNORE_LABEL, tree))
+            elif needs_tree:
+                raise FormatError(
+                    f"{m.attention} reads trees: give one bracketed tree per line", where, number, 1
+                )
+            else:
+                examples.append(LabeledSentence(line.split(), IGNORE_LABEL))
+        if self.cfg.data.lowercase:
+            examples = lowercased(examples)
+        check_lengths(examples, m.max_length, where)
+        return examples
+
+    def predict(self, model: nn.Module, data: EncodedSet, device: torch.device) -> list[str]:
+        predictions, _ = self._predictions(model, data, device)
+        return [self.classes[k] for k in predictions.tolist()]
+
+
+def _logits(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+    return model(batch.tokens, batch.pad_mask, batch.context)
+
+
+def _class_names(labels: Any) -> list[str]:
+    """The distinct labels, in numeric order when every one is a number."""
+    names = set(labels)
+    try:
+        return sorted(names, key=float)
+    except ValueError:
+        return sorted(names)

@@ -1,0 +1,259 @@
+"""Masked language modelling on raw text (the ``text`` data set): the masking, the loss and
+perplexity. A Tree Transformer (``constituent`` attention) trained this way gives the trees
+of ``treeattn induce``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from treeattn.data.batching import TokenBatch, bucket_batches
+from treeattn.data.vocab import MASK, Vocab
+from treeattn.engine.config import Config
+from treeattn.engine.task import Selection, Task
+from treeattn.models.masked_lm import MaskedLanguageModel
+from treeattn.tasks.encoders import (
+    EncoderConfig,
+    build_encoder,
+    check_encoder,
+    uses_distances,
+    uses_trees,
+)
+from treeattn.tasks.encoding import EncodedSet, check_lengths, encode_split
+from treeattn.tasks.sentences import (
+    SPLITS,
+    TEXT,
+    LabeledSentence,
+    lines_to_sentences,
+    read_examples,
+)
+
+IGNORE = -100  # target of a position that is not predicted (cross_entropy's default)
+FIRST_WORD_ID = 3  # ids below are padding, unknown and mask: never drawn as random words
+EVAL_SEED = 0  # evaluation masks the same positions every time
+
+
+@dataclass(frozen=True)
+class Masking:
+    """BERT-style masking: each real word is chosen with probability ``rate``; a chosen one
+    becomes ``<mask>``, a random word (one of ``vocab_size``) or stays itself with the
+    probabilities ``split`` (80/10/10 in BERT)."""
+
+    rate: float
+    split: tuple[float, float, float]
+    vocab_size: int
+
+    def check(self, where: str) -> None:
+        if not 0 < self.rate < 1:
+            raise ValueError(f"{where}: data.mask_rate must lie in (0, 1), got {self.rate}")
+        if len(self.split) != 3 or min(self.split) < 0 or not math.isclose(sum(self.split), 1):
+            raise ValueError(
+                f"{where}: data.mask_split must be three shares (mask, random word, keep) "
+                f"summing to 1, got {list(self.split)}"
+            )
+
+
+def mask_tokens(
+    tokens: torch.Tensor,
+    pad_mask: torch.Tensor,
+    masking: Masking,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, targets), each (B, n), from ``tokens`` (B, n) masked as ``masking`` says.
+
+    ``targets`` holds the original id at chosen positions and ``IGNORE`` elsewhere. Random
+    numbers come from ``generator`` (default: torch's global one).
+    """
+    draw = torch.rand((2, *tokens.shape), generator=generator, device=tokens.device)
+    keep_share = masking.split[0] + masking.split[1]
+    chosen = (draw[0] < masking.rate) & ~pad_mask
+    to_mask = chosen & (draw[1] < masking.split[0])
+    to_random = chosen & (draw[1] >= masking.split[0]) & (draw[1] < keep_share)
+    high = max(masking.vocab_size, FIRST_WORD_ID + 1)
+    words = torch.randint(
+        FIRST_WORD_ID, high, tokens.shape, generator=generator, device=tokens.device
+    )
+    inputs = torch.where(to_random, words, tokens.masked_fill(to_mask, Vocab.mask_id))
+    return inputs, tokens.masked_fill(~chosen, IGNORE)
+
+
+def masked_lm_loss(
+    model: nn.Module,
+    batch: TokenBatch,
+    masking: Masking,
+    generator: torch.Generator | None = None,
+    label_smoothing: float = 0.0,
+) -> tuple[torch.Tensor, int]:
+    """(summed cross-entropy over the masked positions, their number) for one batch."""
+    inputs, targets = mask_tokens(batch.tokens, batch.pad_mask, masking, generator)
+    chosen = targets != IGNORE
+    logits = model(inputs, batch.pad_mask, batch.context, predict=chosen)
+    loss = F.cross_entropy(
+        logits, targets[chosen], reduction="sum", label_smoothing=label_smoothing
+    )
+    return loss, int(chosen.sum())
+
+
+@dataclass
+class MlmData:
+    """``name``: ``text``, the words of the EWT, SST and PTB sample splits."""
+
+    name: str = TEXT
+    root: str | None = None  # data folder; default from TREEATTN_DATA
+    min_count: int = 1  # words seen fewer times in training become <unk>
+    lowercase: bool = False
+    # The share of words chosen, and how a chosen word is shown (as <mask>, as a random
+    # word, as itself)
+    mask_rate: float = 0.15
+    mask_split: list = field(default_factory=lambda: [0.8, 0.1, 0.1])
+
+
+# Keys of the data and model sections that all sentence tasks once shared, which masked
+# language modelling ignored.
+CLASSIFY_DATA_KEYS = (
+    "phrase_level",
+    "train_size",
+    "dev_size",
+    "test_size",
+    "max_depth",
+    "max_args",
+    "max_length",
+)
+
+
+class MaskedLMTask(Task):
+    """BERT-style masked language modelling, chosen by dev perplexity."""
+
+    name = "mlm"
+    Data = MlmData
+    Model = EncoderConfig
+    headline = ("perplexity",)
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg)
+        self.vocab: Vocab | None = None
+
+    @classmethod
+    def legacy_sections(cls, data: Any, model: Any) -> tuple[Any, Any]:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in CLASSIFY_DATA_KEYS}
+        if isinstance(model, dict):
+            model = {k: v for k, v in model.items() if k != "pooling"}
+        return data, model
+
+    @classmethod
+    def check_config(cls, cfg: Config, where: str) -> None:
+        d, m = cfg.data, cfg.model
+        if d.name != TEXT:
+            raise ValueError(f"{where}: data.name={d.name!r}; masked language modelling reads text")
+        if d.min_count < 1:
+            raise ValueError(f"{where}: data.min_count must be at least 1, got {d.min_count}")
+        Masking(d.mask_rate, tuple(d.mask_split), 0).check(where)
+        check_encoder(m, where)
+        if uses_trees(m) or uses_distances(m):
+            raise ValueError(
+                f"{where}: masked language modelling reads raw text, but model.attention="
+                f"{m.attention!r} needs trees; choose a token-level mechanism"
+            )
+
+    @property
+    def title(self) -> str:
+        return f"{self.cfg.model.attention} on {self.cfg.data.name}"
+
+    @property
+    def masking(self) -> Masking:
+        d = self.cfg.data
+        return Masking(d.mask_rate, tuple(d.mask_split), len(self.vocab))
+
+    @property
+    def selection(self) -> Selection:
+        return Selection("dev", "perplexity", higher_is_better=False)
+
+    @property
+    def final_splits(self) -> tuple[str, ...]:
+        return ("dev", "test")
+
+    def read(self, source: str) -> tuple[list[LabeledSentence], str]:
+        examples, where = read_examples(self.cfg.data, source, False, SPLITS)
+        if not examples:
+            raise ValueError(f"{where}: no examples")
+        check_lengths(examples, self.cfg.model.max_length, where)
+        return examples, where
+
+    def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
+        self.vocab = Vocab.build((ex.tokens for ex in train_examples), self.cfg.data.min_count)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"vocab": self.vocab.tokens}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.vocab = Vocab(state["vocab"])
+
+    def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
+        return encode_split(self.cfg.model, examples, self.vocab, None, where)
+
+    def build_model(self) -> nn.Module:
+        return MaskedLanguageModel(build_encoder(self.cfg.model, len(self.vocab)), len(self.vocab))
+
+    def loss(self, model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+        """Mean cross-entropy of one training batch's masked words."""
+        smoothing = self.cfg.train.label_smoothing
+        total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
+        return total / max(1, count)
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
+        """Perplexity (exp of the mean cross-entropy per masked word), always with the same
+        masked positions (a generator seeded with ``EVAL_SEED``), so that every evaluation
+        of every model sees the same task."""
+        was_training = model.training
+        model.eval()
+        generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
+        masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
+        total, count = 0.0, 0
+        for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
+            loss, n = masked_lm_loss(model, data.batch(indices).to(device), masking, generator)
+            total += loss.item()
+            count += n
+        model.train(was_training)
+        mean = total / max(1, count)
+        return {"perplexity": math.exp(mean), "loss": mean, "count": count}
+
+    def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
+        """One sentence per line, words separated by spaces; ``<mask>`` marks a word to
+        fill in."""
+        examples = [LabeledSentence(words, 0) for words in lines_to_sentences(lines, where)]
+        if self.cfg.data.lowercase:
+            examples = [
+                LabeledSentence([w if w == MASK else w.lower() for w in ex.tokens], 0)
+                for ex in examples
+            ]
+        check_lengths(examples, self.cfg.model.max_length, where)
+        return examples
+
+    @torch.no_grad()
+    def predict(self, model: nn.Module, data: EncodedSet, device: torch.device) -> list[str]:
+        """Each sentence with every ``<mask>`` replaced by the model's most likely word."""
+        was_training = model.training
+        model.eval()
+        lines: dict[int, str] = {}
+        for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
+            batch = data.batch(indices).to(device)
+            masked = batch.tokens == Vocab.mask_id
+            filled = batch.tokens.clone()
+            if masked.any():
+                logits = model(batch.tokens, batch.pad_mask, batch.context, predict=masked)
+                logits[:, :FIRST_WORD_ID] = float("-inf")  # never padding, unknown or mask
+                filled[masked] = logits.argmax(-1)
+            for row, i in enumerate(indices):
+                guesses = iter(self.vocab.decode(filled[row][masked[row]].tolist()))
+                words = [next(guesses) if w == MASK else w for w in data.words[i]]
+                lines[i] = " ".join(words)
+        model.train(was_training)
+        return [lines[i] for i in range(len(data))]

@@ -1,0 +1,82 @@
+"""A trained model read back from its checkpoint, with its task: for scoring, predicting
+and looking inside."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from treeattn.engine.checkpoint import load_checkpoint, task_state
+from treeattn.engine.config import Config
+from treeattn.engine.distributed import pick_device
+from treeattn.engine.task import Encoded, Task
+from treeattn.errors import read_utf8
+from treeattn.tasks import config_from_dict, make_task
+
+
+@dataclass
+class Trained:
+    """A model in evaluation mode on ``device``, and the task that reads its data."""
+
+    cfg: Config
+    task: Task
+    model: nn.Module
+    device: torch.device
+
+    def read(self, source: str) -> tuple[list[Any], str]:
+        """The examples of a split name or a file, and their name for errors."""
+        return self.task.read(source)
+
+    def encode(self, examples: list[Any], where: str) -> Encoded:
+        return self.task.encode(examples, where)
+
+    def evaluate(self, source: str) -> dict[str, Any]:
+        """The task's metrics on a split name or a file."""
+        examples, where = self.read(source)
+        return {
+            "data": where,
+            **self.task.evaluate(self.model, self.encode(examples, where), self.device),
+        }
+
+    def predict(self, lines: list[str], where: str) -> list[str]:
+        """One output line per input line, in order."""
+        examples = self.task.read_inputs(lines, where)
+        if not examples:
+            raise ValueError(f"{where}: no input lines")
+        return self.task.predict(self.model, self.encode(examples, where), self.device)
+
+
+def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
+    """A checkpoint written by ``treeattn train`` (also one written before tasks had names)."""
+    state = load_checkpoint(checkpoint)
+    if not isinstance(state, dict) or not {"model", "config"} <= set(state):
+        raise ValueError(f"{checkpoint}: not a checkpoint written by `treeattn train`")
+    cfg = config_from_dict(json.loads(state["config"]), where=f"{checkpoint} config")
+    task = make_task(cfg)
+    try:
+        task.load_state_dict(task_state(state))
+    except (KeyError, ValueError, TypeError) as error:
+        raise ValueError(
+            f"{checkpoint}: the {cfg.task} task's state is unreadable: {error}"
+        ) from None
+    target = pick_device(device)
+    model = task.build_model().to(target)
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as error:  # weights of another version of the model
+        raise ValueError(f"{checkpoint}: the weights do not fit the model: {error}") from None
+    return Trained(cfg, task, model.eval(), target)
+
+
+def read_input_lines(source: str) -> tuple[list[str], str]:
+    """The lines of a file, or of standard input for ``-``, and a name for errors."""
+    if source == "-":
+        import sys
+
+        return sys.stdin.read().splitlines(), "<stdin>"
+    return read_utf8(source).splitlines(), source
