@@ -4,6 +4,7 @@ and looking inside."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,5 @@ def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
 def read_input_lines(source: str) -> tuple[list[str], str]:
     """The lines of a file, or of standard input for ``-``, and a name for errors."""
     if source == "-":
-        import sys
-
         return sys.stdin.read().splitlines(), "<stdin>"
     return read_utf8(source).splitlines(), source
