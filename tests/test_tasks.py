@@ -50,8 +50,8 @@ def test_configs_name_their_task_and_old_ones_are_read_as_before():
     # Once a task is named, keys it does not have are errors, as any unknown key.
     with pytest.raises(ValueError, match=r"config.data: unknown key\(s\) train_size"):
         load_config(None, ["task=mlm", "data.name=text", "data.train_size=6000"])
-    with pytest.raises(ValueError, match="unknown task 'parse'; known: classify, mlm"):
-        load_config(None, ["task=parse"])
+    with pytest.raises(ValueError, match="unknown task 'tag'; known: classify, mlm, parse"):
+        load_config(None, ["task=tag"])
 
 
 @pytest.mark.parametrize(

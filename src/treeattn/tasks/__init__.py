@@ -18,6 +18,7 @@ from treeattn.engine.config import Config, read_raw_config
 from treeattn.engine.task import Task
 from treeattn.tasks.classify import ClassifyTask
 from treeattn.tasks.mlm import MaskedLMTask
+from treeattn.tasks.parse import ParseTask
 from treeattn.tasks.sentences import TEXT
 
 _TASKS: dict[str, type[Task]] = {}
@@ -43,6 +44,7 @@ def task_class(name: str) -> type[Task]:
 
 register_task(ClassifyTask)
 register_task(MaskedLMTask)
+register_task(ParseTask)
 
 
 def _named_task(raw: dict[str, Any]) -> str:

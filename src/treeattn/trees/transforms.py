@@ -15,11 +15,11 @@ Conventions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Literal
 
 from treeattn.trees.labels import EMPTY_ELEMENT, PUNCTUATION_TAGS, strip_label
-from treeattn.trees.tree import Child, Tree, fold_tree
+from treeattn.trees.tree import Child, LabeledSpan, Tree, fold_tree
 
 __all__ = [
     "BINARY_MARKER",
@@ -229,3 +229,36 @@ def unbinarize(tree: Tree, marker: str = BINARY_MARKER) -> Tree:
         return Tree._unchecked(label, kids)
 
     return fold_tree(tree, rebuild, children=spliced)
+
+
+def chain_spans(tree: Tree, joiner: str = "+") -> list[LabeledSpan]:
+    """The phrases of ``tree`` as a chart parser labels them: one span per bracket, a unary
+    chain of phrases over the same words joined into one label (``S+VP``), top first;
+    pre-terminals left out. ``tree_from_chain_spans`` undoes it.
+
+    >>> chain_spans(Tree.parse("(S (VP (VB go) (NP (PRP it))))"))
+    [('S+VP', 0, 2), ('NP', 1, 2)]
+    """
+    merged: list[LabeledSpan] = []
+    for label, start, end in tree.spans():  # pre-order: a chain's nodes come in a row
+        if merged and merged[-1][1:] == (start, end):
+            merged[-1] = (merged[-1][0] + joiner + label, start, end)
+        else:
+            merged.append((label, start, end))
+    return merged
+
+
+def tree_from_chain_spans(
+    words: Sequence[str],
+    spans: Sequence[LabeledSpan],
+    tags: Sequence[str] | None = None,
+    root_label: str = "TOP",
+    joiner: str = "+",
+) -> Tree:
+    """The tree of ``chain_spans`` output (words, their tags): chains are split again; when
+    no span covers every word, a ``root_label`` node does (EVALB's COLLINS.prm deletes
+    ``TOP``)."""
+    expanded = [(part, start, end) for label, start, end in spans for part in label.split(joiner)]
+    if not any(start == 0 and end == len(words) for _, start, end in expanded):
+        expanded.insert(0, (root_label, 0, len(words)))
+    return Tree.from_spans(words, expanded, tags)
