@@ -222,8 +222,9 @@ class LabelAttentionParser(nn.Module):
         x = self.encode(words, chars, pad_mask)
         posts = self.dropout(self.fenceposts(x))  # (B, n + 1, D)
         words_out = x[:, 1:-1]  # the words' own vectors, for tags
+        lengths = (~pad_mask).sum(1) - 2
         out = ParserOutput(
-            span_scores=self.span_scores(posts) if self.constituency else None,
+            span_scores=self.span_scores(posts, lengths) if self.constituency else None,
             tag_logits=self.tagger(self.dropout(words_out)),
             arc_scores=self.arc(
                 self.dropout(F.relu(self.arc_head(posts))),
@@ -236,15 +237,22 @@ class LabelAttentionParser(nn.Module):
             out.rel_scores = self.rel_scores(out, heads)
         return out
 
-    def span_scores(self, posts: torch.Tensor) -> torch.Tensor:
+    def span_scores(self, posts: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """(B, n, n, L) label scores of every span from the fenceposts (B, n + 1, D), the
-        empty label's fixed at 0: S = W2 ReLU(LN(W1 s + b1)) + b2 (§3.2)."""
+        empty label's fixed at 0: S = W2 ReLU(LN(W1 s + b1)) + b2 (§3.2). Only the cells
+        of real spans (i <= j < length) are computed; the others hold 0."""
         # W1 is linear: W1 (p_j - p_i) = W1 p_j - W1 p_i, so it is applied to the n + 1
         # fenceposts, not to the (n + 1)^2 span vectors.
         hidden = F.linear(posts, self.label_hidden.weight)
-        spans = hidden[:, None, 1:] - hidden[:, :-1, None] + self.label_hidden.bias
-        labels = self.label_out(F.relu(self.label_norm(spans)))  # (B, n, n, L - 1)
-        return torch.cat([labels.new_zeros(*labels.shape[:-1], 1), labels], -1)
+        n = posts.shape[1] - 1
+        position = torch.arange(n, device=posts.device)
+        inside = position[None, :] < lengths[:, None]
+        real = (position[:, None] <= position[None, :]) & inside[:, None, :]  # (B, n, n)
+        b, i, j = real.nonzero(as_tuple=True)
+        cells = hidden[b, j + 1] - hidden[b, i] + self.label_hidden.bias
+        labels = self.label_out(F.relu(self.label_norm(cells)))  # (cells, L - 1)
+        chart = labels.new_zeros(posts.shape[0], n, n, labels.shape[-1] + 1)
+        return chart.index_put((b, i, j), F.pad(labels, (1, 0)))
 
     def rel_scores(self, out: ParserOutput, heads: torch.Tensor) -> torch.Tensor:
         """(B, n, n_rels) label scores of each word's arc from ``heads`` (B, n)."""
