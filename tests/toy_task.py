@@ -100,7 +100,7 @@ class CountTask(Task):
         return [[int(w) for w in line.split()] for line in lines]
 
     @torch.no_grad()
-    def predict(self, model, data, device):
+    def predict(self, model, data, device, output_format=""):
         counts = [self._counts(model, data.batch([i]).to(device)) for i in range(len(data))]
         return [f"{count.item():.0f}" for count in counts]
 

@@ -97,12 +97,11 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
-    metrics = load_trained(args.checkpoint).evaluate(args.data)
+    trained = load_trained(args.checkpoint)
     if args.json:
-        print(json.dumps(metrics, indent=2))
+        print(json.dumps(trained.evaluate(args.data), indent=2))
     else:
-        for key, value in metrics.items():
-            print(f"{key:<12} {value:.2f}" if isinstance(value, float) else f"{key:<12} {value}")
+        print(trained.report(args.data))
     return 0
 
 
@@ -113,11 +112,14 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
         description="Run a saved model on unlabeled input, one item per line, and print one "
         "line per input line, in order. classify: a sentence (words separated by spaces, or "
         "a bracketed tree; models that read trees need one; ListOps: an expression) gives "
-        "its class. mlm: a sentence with <mask> words gives the sentence with them filled in.",
+        "its class. mlm: a sentence with <mask> words gives the sentence with them filled in. "
+        "parse: a tokenized sentence gives its tree (--format brackets, the default for "
+        "constituency models, or conllu).",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
     p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
+    p.add_argument("--format", default="", help="output format, where the task has several")
     p.set_defaults(run=_predict)
 
 
@@ -126,7 +128,8 @@ def _predict(args: argparse.Namespace) -> int:
 
     trained = load_trained(args.checkpoint)
     lines, where = read_input_lines(args.input)
-    text = "".join(line + "\n" for line in trained.predict(lines, where))
+    outputs = trained.predict(lines, where, args.format)
+    text = "".join(out if out.endswith("\n") else out + "\n" for out in outputs)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     else:

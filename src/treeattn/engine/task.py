@@ -158,10 +158,25 @@ class Task(ABC):
     def evaluate(self, model: nn.Module, data: Encoded, device: torch.device) -> dict[str, Any]:
         """Metrics of ``data``, the selection metric among them."""
 
+    def report(self, model: nn.Module, data: Encoded, device: torch.device) -> str:
+        """What ``treeattn evaluate`` prints: by default one metric a line."""
+        lines = []
+        for key, value in self.evaluate(model, data, device).items():
+            lines.append(
+                f"{key:<12} {value:.2f}" if isinstance(value, float) else f"{key:<12} {value}"
+            )
+        return "\n".join(lines)
+
+    # Formats ``predict`` can write; the first is the default.
+    output_formats: ClassVar[tuple[str, ...]] = ("lines",)
+
     @abstractmethod
     def read_inputs(self, lines: Sequence[str], where: str) -> list[Any]:
         """Unlabeled inputs for ``predict``, one per line (``where``: the file, for errors)."""
 
     @abstractmethod
-    def predict(self, model: nn.Module, data: Encoded, device: torch.device) -> list[str]:
-        """One output line per example, in the order of ``data``."""
+    def predict(
+        self, model: nn.Module, data: Encoded, device: torch.device, output_format: str = ""
+    ) -> list[str]:
+        """One output per example (a line, or a block ending in a newline), in the order of
+        ``data``, in one of ``output_formats`` (empty: the first)."""

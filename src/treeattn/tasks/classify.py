@@ -307,7 +307,9 @@ class ClassifyTask(Task):
         check_lengths(examples, m.max_length, where)
         return examples
 
-    def predict(self, model: nn.Module, data: EncodedSet, device: torch.device) -> list[str]:
+    def predict(
+        self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
+    ) -> list[str]:
         predictions, _ = self._predictions(model, data, device)
         return [self.classes[k] for k in predictions.tolist()]
 

@@ -238,7 +238,9 @@ class MaskedLMTask(Task):
         return examples
 
     @torch.no_grad()
-    def predict(self, model: nn.Module, data: EncodedSet, device: torch.device) -> list[str]:
+    def predict(
+        self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
+    ) -> list[str]:
         """Each sentence with every ``<mask>`` replaced by the model's most likely word."""
         was_training = model.training
         model.eval()

@@ -28,7 +28,7 @@ from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
 from treeattn.engine.task import Selection, Task
 from treeattn.metrics.dependency import attachment_scores
-from treeattn.metrics.evalb import evalb
+from treeattn.metrics.evalb import EvalbResult, evalb, format_evalb
 from treeattn.models.parser import LabelAttentionParser, ParserOutput, ParserSizes
 from treeattn.structs import CKY, Eisner, arcs_to_heads, best_heads
 from treeattn.structs.cky import tree_spans
@@ -436,9 +436,39 @@ class ParseTask(Task):
         trees' words differ (an error sentence, left out of EVALB's totals). Brackets do
         not depend on tags; the tagger's own accuracy is ``tagging``.
         """
+        return self._score(model, data, device)[0]
+
+    def report(self, model: nn.Module, data: ParseSet, device: torch.device) -> str:
+        """EVALB's summary, then UAS/LAS without and with punctuation."""
+        metrics, result = self._score(model, data, device)
+        parts = []
+        if result is not None:
+            parts.append(format_evalb(result, per_sentence=False).rstrip("\n"))
+            parts.append(
+                "(EVALB read the gold tags on the predicted trees; the parser's own tagging "
+                f"accuracy is {metrics['tagging']:.2f})"
+            )
+        else:
+            parts.append(f"tagging accuracy {metrics['tagging']:.2f}")
+        relations = "head-rule PHRASE/CHILD relations" if self.cfg.data.name == PTB else "relations"
+        parts.append(f"\n=== Dependencies ({len(data)} sentences; LAS on {relations}) ===")
+        parts.append(f"UAS, punctuation excluded (the paper's convention)  {metrics['uas']:6.2f}")
+        parts.append(f"LAS, punctuation excluded                          {metrics['las']:6.2f}")
+        parts.append(
+            f"UAS, punctuation included (CoNLL 2018)             {metrics['uas_punct']:6.2f}"
+        )
+        parts.append(
+            f"LAS, punctuation included (CoNLL 2018)             {metrics['las_punct']:6.2f}"
+        )
+        return "\n".join(parts)
+
+    def _score(
+        self, model: nn.Module, data: ParseSet, device: torch.device
+    ) -> tuple[dict[str, Any], EvalbResult | None]:
         parsed = self.parse(model, data, device, gold_tags=True)
         predicted = [deps for _, deps in parsed]
         metrics: dict[str, Any] = {}
+        result = None
         if self.constituency:
             result = evalb([ex.tree for ex in data.examples], [tree for tree, _ in parsed])
             metrics.update(
@@ -466,7 +496,7 @@ class ParseTask(Task):
             )
             metrics[f"uas{suffix}"], metrics[f"las{suffix}"] = scores.uas, scores.las
         metrics["sentences"] = len(data)
-        return metrics
+        return metrics, result
 
     def read_inputs(self, lines: Sequence[str], where: str) -> list[ParseExample]:
         """One tokenized sentence per line (words separated by spaces)."""
@@ -476,12 +506,19 @@ class ParseTask(Task):
         self._check_lengths(examples, where)
         return examples
 
-    def predict(self, model: nn.Module, data: ParseSet, device: torch.device) -> list[str]:
-        """Each sentence's bracketed tree (a dependency-only model: its CoNLL-U block)."""
+    @property
+    def output_formats(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("brackets", "conllu") if self.constituency else ("conllu",)
+
+    def predict(
+        self, model: nn.Module, data: ParseSet, device: torch.device, output_format: str = ""
+    ) -> list[str]:
+        """Each sentence's bracketed tree (one line), or its dependency tree (a CoNLL-U
+        block, the predicted tags as XPOS)."""
         parsed = self.parse(model, data, device)
-        if self.constituency:
+        if (output_format or self.output_formats[0]) == "brackets":
             return [tree.to_brackets() for tree, _ in parsed]
-        return [format_conllu([deps]).rstrip("\n") + "\n" for _, deps in parsed]
+        return [format_conllu([deps]) for _, deps in parsed]
 
 
 def hinge_loss(scores: torch.Tensor, gold: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

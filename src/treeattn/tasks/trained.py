@@ -39,17 +39,27 @@ class Trained:
     def evaluate(self, source: str) -> dict[str, Any]:
         """The task's metrics on a split name or a file."""
         examples, where = self.read(source)
-        return {
-            "data": where,
-            **self.task.evaluate(self.model, self.encode(examples, where), self.device),
-        }
+        data = self.encode(examples, where)
+        return {"data": where, **self.task.evaluate(self.model, data, self.device)}
 
-    def predict(self, lines: list[str], where: str) -> list[str]:
-        """One output line per input line, in order."""
+    def report(self, source: str) -> str:
+        """The task's report on a split name or a file, as ``treeattn evaluate`` prints it."""
+        examples, where = self.read(source)
+        data = self.encode(examples, where)
+        return f"{'data':<12} {where}\n" + self.task.report(self.model, data, self.device)
+
+    def predict(self, lines: list[str], where: str, output_format: str = "") -> list[str]:
+        """One output per input line, in order, in one of the task's ``output_formats``."""
+        formats = self.task.output_formats
+        if output_format and output_format not in formats:
+            raise ValueError(
+                f"a {self.cfg.task} model writes {', '.join(formats)}, not {output_format!r}"
+            )
         examples = self.task.read_inputs(lines, where)
         if not examples:
             raise ValueError(f"{where}: no input lines")
-        return self.task.predict(self.model, self.encode(examples, where), self.device)
+        data = self.encode(examples, where)
+        return self.task.predict(self.model, data, self.device, output_format or formats[0])
 
 
 def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
