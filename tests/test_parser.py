@@ -351,6 +351,23 @@ def test_bad_parser_input_is_named(tmp_path, capsys):
     assert f"{cycle}:1" in capsys.readouterr().err
     with pytest.raises(ValueError, match="data.paths.dev is missing"):
         load_config(None, ["task=parse", "data.name=files", f"data.paths.train={cycle}"])
+    broken = tmp_path / "broken.txt"
+    broken.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat))\n")
+    paths = [f"data.paths.{split}={broken}" for split in ("train", "dev", "test")]
+    assert (
+        main(
+            [
+                "train",
+                "--set",
+                "task=parse",
+                "--set",
+                "data.name=files",
+                *(x for p in paths for x in ("--set", p)),
+            ]
+        )
+        == 1
+    )
+    assert f"{broken}:1" in capsys.readouterr().err
     task = make_task(load_config(None, ["task=parse", "model.max_length=3"]))
     with pytest.raises(
         ValueError, match="<in>: sentence 1 has 4 words, more than model.max_length=3"
