@@ -128,7 +128,8 @@ class ParseSet:
         self.words = [torch.tensor(task.words.encode([START, *ex.words, STOP])) for ex in examples]
         self.chars = [task.encode_chars(ex.words) for ex in examples]
         self.tags = [torch.tensor(task.tags.encode(ex.tags)) for ex in examples]
-        self.spans = [task.gold_spans(ex) for ex in examples]
+        spans = [task.gold_spans(ex) for ex in examples]
+        self.spans = [None if item is None else torch.tensor(item).view(-1, 3) for item in spans]
         self.heads = [
             torch.tensor(ex.dependencies.heads) if ex.dependencies else None for ex in examples
         ]
@@ -169,10 +170,17 @@ def gold_chart(
     cells = torch.ones(n, n, dtype=torch.bool).triu()
     inside = torch.arange(n)[None, :] < lengths[:, None]
     chart[..., 0] = (cells & inside[:, :, None] & inside[:, None, :]).float()
-    for b, spans in enumerate(span_lists):
-        for label, start, end in spans:
-            chart[b, start, end - 1, 0] = 0
-            chart[b, start, end - 1, label] = 1
+    spans = torch.tensor(
+        [
+            (b, start, end - 1, label)
+            for b, item in enumerate(span_lists)
+            for label, start, end in item
+        ],
+        dtype=torch.long,
+    ).view(-1, 4)
+    batch, first, last, label = spans.unbind(1)
+    chart[batch, first, last, 0] = 0
+    chart[batch, first, last, label] = 1
     return chart
 
 
