@@ -119,3 +119,15 @@ def test_more_bad_input_is_named_not_traced(tmp_path, capsys):
     trees.write_text("(S (NP a) (VP b))\n")
     assert main(["show", str(trees), "--first", "2"]) == 1
     assert "holds 1 trees; --first 2 is past them" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    trees = tmp_path / "trees.txt"
+    trees.write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n" * 5000)
+    command = f"{sys.executable} -m treeattn.cli show {trees} | head -n 1"
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("# tree 1 of 5000")
+    assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr

@@ -171,6 +171,7 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes_to_the_same_weights(tmp_path):
     assert process.returncode == 0, err
     assert json.loads(out)["finished"] is False
     state = load_checkpoint(stopped / "last.pt")
+    assert f"checkpoint saved at update {state['global_step']} in {stopped / 'last.pt'}" in err
     total = load_checkpoint(straight / "last.pt")["global_step"]
     assert 0 < state["global_step"] < total
     train(tiny_config(stopped, *longer))
@@ -185,3 +186,16 @@ def test_the_demo_setup_is_configs_listops_yaml():
     path = Path(__file__).parents[1] / "configs" / "listops.yaml"
     from_file = load_config(path, ["out_dir=runs/default"])
     assert from_file == load_config(None)
+
+
+def test_a_failed_start_leaves_no_folder_and_a_resume_says_where_it_starts(tmp_path, capsys):
+    run = tmp_path / "run"
+    with pytest.raises(ValueError, match="max_depth=2"):
+        train(
+            tiny_config(run, "model.attention=hierarchical", "model.attention_options.max_depth=2")
+        )
+    assert not run.exists()
+    train(tiny_config(run), stop_after_steps=2)
+    assert "stopped: checkpoint saved at update 2" in capsys.readouterr().err
+    train(tiny_config(run))
+    assert f"resuming from update 2 of {run / 'last.pt'}" in capsys.readouterr().err

@@ -459,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.run(args)
+    except BrokenPipeError:
+        # The reader went away (``treeattn ... | head``): stop quietly, as Unix tools do.
+        # Standard output is pointed at /dev/null so that Python's final flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (FormatError, OSError, ValueError, KeyError, FloatingPointError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"treeattn: error: {message}", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -136,6 +137,11 @@ def _check_same_setup(path: Path, saved_json: str, task: Task) -> None:
     )
 
 
+def _say(message: str) -> None:
+    """A line for the person watching, on stderr (stdout may carry results)."""
+    tqdm.write(message, file=sys.stderr)
+
+
 def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
@@ -202,7 +208,6 @@ class Trainer:
         self.task, self.cfg, self.replica = task, cfg, replica
         self.selection = task.selection
         self.out = Path(cfg.out_dir)
-        self.out.mkdir(parents=True, exist_ok=True)
         self.last_path = self.out / LAST
         torch.manual_seed(cfg.seed)
         # Every split is read and checked before training, not after hours of it.
@@ -224,6 +229,9 @@ class Trainer:
             self.optimizer, schedule_factor(cfg.train, self._total_updates())
         )
         self.progress = Progress()
+        # Only now that the data and model are known to be good: a failed start leaves no
+        # empty folder behind.
+        self.out.mkdir(parents=True, exist_ok=True)
         if state is not None:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -233,6 +241,7 @@ class Trainer:
             if replica.is_main:
                 _set_rng_state(state["rng"], replica.device)
                 _truncate_log(self.out / METRICS, self.progress.global_step)
+                _say(f"resuming from update {self.progress.global_step} of {self.last_path}")
             else:  # only the main replica's random state is saved
                 torch.manual_seed(_replica_seed(cfg.seed, replica.rank, self.progress.global_step))
         else:
@@ -288,6 +297,11 @@ class Trainer:
                         or (stop_after_steps is not None and step >= stop_after_steps)
                     )
                 )
+        if stopped and self.replica.is_main:
+            _say(
+                f"stopped: checkpoint saved at update {self.progress.global_step} in "
+                f"{self.last_path}; the same command resumes from it"
+            )
         results: dict[str, Any] = {
             "finished": not stopped,
             "params": count_parameters(self.model),
