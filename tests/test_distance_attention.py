@@ -282,3 +282,10 @@ def test_phrase_level_rows_carry_their_subtrees(shared_data):
 def test_masked_language_modelling_rejects_distance_attention():
     with pytest.raises(ValueError, match="needs trees"):
         load_config(None, ["data.name=text", "model.attention=distance"])
+
+
+def test_gaps_of_the_wrong_shape_name_both_shapes():
+    encoder = TransformerEncoder(10, attention="distance")
+    tokens, pad_mask = torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 5, dtype=torch.bool)
+    with pytest.raises(ValueError, match=r"has shape \(1, 3\), but a batch of 1 sentences of 5"):
+        encoder(tokens, pad_mask, {GAPS: torch.ones(1, 3, dtype=torch.long)})

@@ -64,6 +64,12 @@ def test_configs_name_their_task_and_old_ones_are_read_as_before():
         (["data.phrase_level=true"], "data.phrase_level needs phrase labels"),
         (["model.attention=nope"], "model.attention='nope' is not known"),
         (["model.pooling=root"], "model.pooling='root' does not fit vanilla"),
+        (
+            ["model.attention=distance", "model.attention_options.gaet=soft"],
+            "model.attention_options.gaet is not an option of distance; its options: "
+            "local_heads, layers, gate, tau",
+        ),
+        (["data.name=sst7"], "data.name='sst7' is not a classification data set; known: "),
         (["train.schedule=cosine"], "train.schedule='cosine'; use linear or inverse_sqrt"),
         (["train.epochs=null"], "train.epochs and train.max_updates are both null"),
         (["train.eval_every=0"], "train.eval_every must be at least 1"),

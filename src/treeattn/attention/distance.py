@@ -226,6 +226,12 @@ class DistanceAttention(nn.Module):
         attention does not convert a boolean mask in every layer."""
         if GAPS not in context:
             raise KeyError(f"distance attention needs context[{GAPS!r}], (B, n-1)")
+        gaps, (batch, n) = context[GAPS], pad_mask.shape
+        if gaps.shape != (batch, max(n - 1, 0)):
+            raise ValueError(
+                f"distance attention: context[{GAPS!r}] has shape {tuple(gaps.shape)}, but "
+                f"a batch of {batch} sentences of {n} tokens has ({batch}, {max(n - 1, 0)}) gaps"
+            )
         precision = torch.float64 if dtype == torch.float64 else torch.float32
         bias = local_bias(context[GAPS], self.gate, self.tau, precision)
         bias = bias.masked_fill(pad_mask[:, :, None], 0.0)

@@ -9,6 +9,7 @@ running (0 at the bottom), for mechanisms that act in some layers only.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from torch import nn
@@ -40,3 +41,16 @@ def build_attention(name: str, d_model: int, n_heads: int, dropout: float, **opt
         return _MECHANISMS[name](d_model, n_heads, dropout, **options)
     except TypeError as error:  # an option the mechanism does not take
         raise ValueError(f"attention mechanism {name!r}: {error}") from None
+
+
+def attention_options(name: str) -> list[str]:
+    """The options (keyword arguments beyond d_model, n_heads, dropout) of a mechanism."""
+    if name not in _MECHANISMS:
+        raise KeyError(f"unknown attention mechanism {name!r}")
+    return constructor_options(_MECHANISMS[name], skip=3)
+
+
+def constructor_options(cls: type, skip: int = 0) -> list[str]:
+    """Keyword names of ``cls(...)`` after its first ``skip`` parameters."""
+    parameters = list(inspect.signature(cls).parameters.values())[skip:]
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]

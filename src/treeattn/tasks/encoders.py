@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from treeattn.attention import attention_names
+from treeattn.attention.registry import attention_options, constructor_options
 from treeattn.engine.config import check_positive
 from treeattn.models.encoder import TransformerEncoder
 from treeattn.models.hierarchical import HierarchicalEncoder
@@ -94,6 +95,23 @@ def check_encoder(m: EncoderConfig, where: str) -> None:
             f"{where}: model.attention={m.attention!r} is not known; "
             f"known: {', '.join(model_names())}"
         )
+    options = _options(m.attention)
+    for key in m.attention_options:
+        if key not in options:
+            raise ValueError(
+                f"{where}: model.attention_options.{key} is not an option of {m.attention}; "
+                f"its options: {', '.join(options) or 'none'}"
+            )
+
+
+def _options(name: str) -> list[str]:
+    """The ``attention_options`` keys that ``model.attention=name`` takes."""
+    if name == "hierarchical":  # the size arguments come from the model section
+        sizes = {"d_model", "n_heads", "n_layers", "d_ff", "dropout", "max_length"}
+        return [o for o in constructor_options(HierarchicalEncoder, skip=2) if o not in sizes]
+    if name == "tree-lstm":
+        return constructor_options(TreeLSTMEncoder, skip=5)
+    return attention_options(name)
 
 
 def build_tree_encoder(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
