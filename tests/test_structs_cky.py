@@ -384,3 +384,15 @@ def test_binary_tree_round_trips_through_the_chart(tree: Tree) -> None:
     assert tree_spans(parts, [len(words)]) == [spans]
     (back,) = spans_to_trees(parts, [len(words)], [words], VOCABULARY)
     assert back == tree
+
+
+def test_infinite_scores_in_real_cells_are_refused_as_for_every_structure() -> None:
+    scores = torch.zeros(2, 3, 3, 2, dtype=DTYPE)
+    for value in (torch.inf, -torch.inf):
+        bad = scores.clone()
+        bad[0, 0, 2, 1] = value
+        with pytest.raises(ValueError, match="finite in real cells"):
+            CKY(bad, torch.tensor([3, 2]))
+    padded = scores.clone()
+    padded[1, :, 2] = torch.inf  # past the second item's 2 words: never read
+    assert torch.isfinite(CKY(padded, torch.tensor([3, 2])).log_partition).all()

@@ -28,9 +28,11 @@ class CKY(TreeDistribution):
     ``lengths`` (B,) counts each item's words (default all ``n``); the tree of item ``b``
     covers words ``0..lengths[b] - 1`` and padding gets zero marginals.
 
-    A label scored ``-inf`` is never chosen, but a cell (i <= j, inside the item) with every
-    label at ``-inf`` gives NaN marginals (the gradient of ``logsumexp`` over all ``-inf``);
-    to forbid a span, give it a large finite negative score instead.
+    Scores of real cells (i <= j, inside the item) must be finite, as for every structure
+    here (``ValueError`` otherwise): an infinite score makes log Z infinite, and a cell with
+    every label at ``-inf`` makes the marginals NaN. To forbid a span or a label, give it a
+    large finite negative score (say -1e4). Cells outside the items may hold anything but
+    NaN.
 
     >>> scores = torch.zeros(1, 3, 3, 2)
     >>> cky = CKY(scores)
@@ -41,6 +43,19 @@ class CKY(TreeDistribution):
     >>> int(cky.argmax.sum())
     5
     """
+
+    def __init__(self, scores: torch.Tensor, lengths: torch.Tensor | None = None) -> None:
+        super().__init__(scores, lengths)
+        if not self.finite and (torch.isinf(scores.detach()) & self._real_cells()[..., None]).any():
+            raise ValueError("CKY scores must be finite in real cells (use -1e4, not -inf)")
+
+    def _real_cells(self) -> torch.Tensor:
+        """(B, n, n) True at the cells i <= j < length of each item."""
+        n = self.scores.shape[1]
+        offsets = torch.arange(n, device=self.scores.device)
+        inside = offsets[None, :] < self.lengths[:, None]
+        upper = offsets[:, None] <= offsets[None, :]
+        return upper & inside[:, :, None] & inside[:, None, :]
 
     def _max_length(self, scores: torch.Tensor) -> int:
         if scores.dim() != 4 or scores.shape[1] != scores.shape[2]:
@@ -70,14 +85,10 @@ class CKY(TreeDistribution):
         # width would zero-fill a full chart in the backward pass n times.
         offsets = torch.arange(n, device=scores.device)
         # Cells with i > j and padding cells are never read by a real span. When scores
-        # hold +-inf (a full pass is costly, so only then), those cells are zeroed first so
-        # that no inf there reaches a gradient through the label reduction.
+        # hold +-inf there (a full pass is costly, so only then), those cells are zeroed
+        # first so that no inf reaches a gradient through the label reduction.
         if not self.finite:
-            inside = offsets[None, :] < self.lengths[:, None]  # (B, n)
-            unread = (offsets[:, None] > offsets[None, :]) | ~(
-                inside[:, :, None] & inside[:, None, :]
-            )
-            scores = scores.masked_fill(unread[..., None], 0.0)
+            scores = scores.masked_fill(~self._real_cells()[..., None], 0.0)
         spans = semiring.sum(scores, dim=-1)
         span_end = (offsets[:, None] + offsets[None, :]).clamp(max=n - 1).expand(batch, n, n)
         by_width = spans.gather(2, span_end).unbind(2)
