@@ -22,6 +22,7 @@ examples:
   treeattn demo
   treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/sst5-s2
   treeattn evaluate runs/sst5-s2/best.pt test
+  printf 'The cat sat on the mat.\nDogs bark.\n' | treeattn parse
   echo "a gorgeous , witty film" | treeattn predict runs/sst5-s2/best.pt -
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn latent-trees runs/sst5-structured/best.pt test
@@ -124,16 +125,109 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from treeattn.tasks.trained import load_trained, read_input_lines
+    from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
-    lines, where = read_input_lines(args.input)
+    lines, where = read_text_lines(args.input)
     outputs = trained.predict(lines, where, args.format)
-    text = "".join(out if out.endswith("\n") else out + "\n" for out in outputs)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    write_output("".join(out if out.endswith("\n") else out + "\n" for out in outputs), args.out)
+    return 0
+
+
+def _add_parse(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "parse",
+        help="parse raw text: one sentence a line, trees out",
+        description="Parse sentences, one per line, with the label attention parser (by "
+        "default the model shipped with treeattn, trained on the PTB sample). Sentences are "
+        "tokenized as the Penn Treebank is (--tokenized: words split on spaces, as given); "
+        "output comes in input order, one bracketed tree a line or CoNLL-U. A bad line (empty, "
+        "too long, not UTF-8) is an error naming file:line, exit status 2, and with -o nothing "
+        "is written unless every line parsed.",
+    )
+    p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
+    p.add_argument("--model", help="a parser (.safetensors, or a checkpoint of a parse run)")
+    p.add_argument("--format", choices=("brackets", "conllu"), default="brackets")
+    p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
+    p.set_defaults(run=_parse)
+
+
+def _parse(args: argparse.Namespace) -> int:
+    import time
+
+    from treeattn.errors import FormatError
+    from treeattn.parser import Parser
+    from treeattn.trees.dependency import format_conllu
+
+    try:
+        lines, where = read_text_lines(args.input)
+        parser = Parser.load(args.model)
+        if args.format == "brackets" and not parser.task.constituency:
+            raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
+        started = time.perf_counter()
+        parsed = parser.parse(lines, args.tokenized, progress=sys.stderr.isatty(), where=where)
+        seconds = time.perf_counter() - started
+    except (FormatError, OSError, ValueError) as error:
+        print(f"treeattn: error: {error}", file=sys.stderr)
+        return 2
+    if args.format == "brackets":
+        text = "".join(p.tree.to_brackets() + "\n" for p in parsed)
     else:
+        text = format_conllu([p.dependencies for p in parsed])
+    write_output(text, args.out)
+    rate = len(parsed) / seconds if seconds > 0 else float("inf")
+    print(f"{len(parsed)} sentences in {seconds:.1f} s ({rate:.0f} sentences/s)", file=sys.stderr)
+    return 0
+
+
+def read_text_lines(source: str) -> tuple[list[str], str]:
+    """The lines of a UTF-8 file, or of standard input for ``-``, and a name for errors;
+    an input with no line is an error."""
+    from treeattn.errors import decode_utf8, read_utf8
+
+    if source == "-":
+        text, where = decode_utf8(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+    else:
+        text, where = read_utf8(source), source
+    lines = text.splitlines()
+    if not lines:
+        raise ValueError(f"{where}: empty input, no sentence to read")
+    return lines, where
+
+
+def write_output(text: str, out: str | None) -> None:
+    """To ``out`` (whole or not at all: written aside, then renamed) or to stdout."""
+    if out is None:
         sys.stdout.write(text)
+        return
+    path = Path(out)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export-parser",
+        help="write a parse checkpoint as a safetensors parser file",
+        description="Write the weights of a checkpoint of a parse run as safetensors "
+        "(float16 unless --float32), with its config and vocabularies in the metadata: the "
+        "file `treeattn parse --model` and `Parser.load` read.",
+    )
+    p.add_argument("checkpoint", help="a best.pt of a parse run")
+    p.add_argument("out", help="the .safetensors file to write")
+    p.add_argument("--float32", action="store_true", help="keep float32 weights")
+    p.set_defaults(run=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from treeattn.parser import Parser
+
+    if not args.out.endswith(".safetensors"):
+        raise ValueError(f"{args.out}: a parser file ends in .safetensors")
+    path = Parser.load(args.checkpoint).save(args.out, half=not args.float32)
+    print(f"written to {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
 
@@ -436,6 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_train,
         _add_evaluate,
         _add_predict,
+        _add_parse,
+        _add_export,
         _add_report,
         _add_attention,
         _add_latent_trees,

@@ -42,7 +42,12 @@ def read_utf8(path: str | os.PathLike[str]) -> str:
     the file, line and column (in characters, after the mark) of the first bad byte,
     instead of a bare ``UnicodeDecodeError``.
     """
-    data = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8)
+    return decode_utf8(Path(path).read_bytes(), str(path))
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """``read_utf8`` for bytes read elsewhere (standard input); ``source`` names them."""
+    data = data.removeprefix(codecs.BOM_UTF8)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -51,7 +56,7 @@ def read_utf8(path: str | os.PathLike[str]) -> str:
         column = len(before) - before.rfind("\n")
         raise FormatError(
             f"not valid UTF-8: {error.reason} (byte 0x{data[error.start]:02x})",
-            str(path),
+            source,
             line,
             column,
         ) from error

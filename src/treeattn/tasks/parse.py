@@ -20,6 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.ptb import load_ptb_sample
@@ -380,21 +381,30 @@ class ParseTask(Task):
 
     @torch.no_grad()
     def parse(
-        self, model: nn.Module, data: ParseSet, device: torch.device, gold_tags: bool = False
+        self,
+        model: nn.Module,
+        data: ParseSet,
+        device: torch.device,
+        gold_tags: bool = False,
+        progress: bool = False,
     ) -> list[tuple[Tree | None, DependencyTree]]:
         """Each sentence's predicted constituency tree (None for dependency-only models)
         and dependency tree (its ``xpos``: the predicted tags), in the order of ``data``;
         whole batches are decoded at once. With ``gold_tags`` the constituency trees carry
-        the examples' own tags (for EVALB, see ``evaluate``)."""
+        the examples' own tags (for EVALB, see ``evaluate``); ``progress`` shows a bar."""
         was_training = model.training
         model.eval()
         found: dict[int, tuple[Tree | None, DependencyTree]] = {}
-        for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
+        batches = bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False)
+        bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
+        for indices in batches:
             batch = data.batch(indices).to(device)
             out = model(batch.words, batch.chars, batch.pad_mask)
             examples = [data.examples[i] for i in indices]
             trees = self._decode(model, out, batch.lengths, examples, gold_tags)
             found.update(zip(indices, trees, strict=True))
+            bar.update(len(indices))
+        bar.close()
         model.train(was_training)
         return [found[i] for i in range(len(data))]
 

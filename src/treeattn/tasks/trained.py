@@ -4,7 +4,6 @@ and looking inside."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from treeattn.engine.checkpoint import load_checkpoint, task_state
 from treeattn.engine.config import Config
 from treeattn.engine.distributed import pick_device
 from treeattn.engine.task import Encoded, Task
-from treeattn.errors import read_utf8
 from treeattn.tasks import config_from_dict, make_task
 
 
@@ -82,10 +80,3 @@ def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
     except RuntimeError as error:  # weights of another version of the model
         raise ValueError(f"{checkpoint}: the weights do not fit the model: {error}") from None
     return Trained(cfg, task, model.eval(), target)
-
-
-def read_input_lines(source: str) -> tuple[list[str], str]:
-    """The lines of a file, or of standard input for ``-``, and a name for errors."""
-    if source == "-":
-        return sys.stdin.read().splitlines(), "<stdin>"
-    return read_utf8(source).splitlines(), source

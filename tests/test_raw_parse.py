@@ -1,0 +1,120 @@
+"""Raw text to trees: the Parser API, `treeattn parse`, parser files, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import train
+from tests.test_parser import SMALL, TOY
+from treeattn.cli import main
+from treeattn.parser import Parser, tokenize
+from treeattn.tasks import load_config
+from treeattn.trees import Tree
+from treeattn.trees.dependency import read_conllu
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def toy_parser(tmp_path_factory) -> Path:
+    """A parser trained a few seconds on a toy treebank, exported as safetensors."""
+    folder = tmp_path_factory.mktemp("parser")
+    trees = folder / "toy.txt"
+    trees.write_text("".join(line + "\n" for line in TOY * 3), encoding="utf-8")
+    paths = [f"data.paths.{split}={trees}" for split in ("train", "dev", "test")]
+    run = folder / "run"
+    settings = ["task=parse", "data.name=files", *paths, *SMALL, "train.epochs=20"]
+    train(load_config(None, [*settings, "model.max_length=12", f"out_dir={run}"]))
+    model = folder / "toy.safetensors"
+    assert main(["export-parser", str(run / "best.pt"), str(model)]) == 0
+    return model
+
+
+def test_tokenization_is_the_treebank_one():
+    assert tokenize('He said "no" (twice).') == [
+        "He",
+        "said",
+        "``",
+        "no",
+        "''",
+        "-LRB-",
+        "twice",
+        "-RRB-",
+        ".",
+    ]
+
+
+def test_a_parser_file_loads_and_parses_in_input_order(toy_parser, tmp_path):
+    parser = Parser.load(toy_parser)
+    sentences = ["the cat sat on the mat .", "a dog ran .", "it saw the dog .", "the dog sat ."]
+    parsed = parser.parse(sentences, tokenized=True)
+    # Batches sort by length; the results still come in input order.
+    assert [p.words for p in parsed] == [s.split() for s in sentences]
+    assert all(p.tree.leaves() == p.words for p in parsed)
+    assert [len(p.dependencies.heads) for p in parsed] == [7, 4, 5, 4]
+    checkpoint = Parser.load(toy_parser.parent / "run" / "best.pt")
+    again = checkpoint.parse(sentences, tokenized=True)
+    assert [p.tree for p in again] == [p.tree for p in parsed]  # float16 weights agree
+
+
+def test_the_parse_command_writes_brackets_and_conllu(toy_parser, tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on the mat.\na dog ran.\n", encoding="utf-8")
+    assert main(["parse", str(text), "--model", str(toy_parser)]) == 0
+    captured = capsys.readouterr()
+    trees = [Tree.parse(line) for line in captured.out.splitlines()]
+    assert [t.leaves()[-1] for t in trees] == [".", "."]  # the tokenizer split the stop
+    assert "2 sentences in" in captured.err and "sentences/s" in captured.err
+    out = tmp_path / "out.conllu"
+    assert (
+        main(["parse", str(text), "--model", str(toy_parser), "--format", "conllu", "-o", str(out)])
+        == 0
+    )
+    assert [t.words[0] for t in read_conllu(out)] == ["the", "a"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"the cat\n\nsat\n", "in.txt:2: empty sentence"),
+        (b"a b c d e f g h i j k l m\n", "in.txt:1: 13 words, more than the parser's limit of 12"),
+        (b"the caf\xe9\n", "in.txt:1:8: not valid UTF-8"),
+        (b"", "in.txt: empty input"),
+    ],
+)
+def test_bad_input_names_file_and_line_and_writes_nothing(
+    toy_parser, tmp_path, capsys, content, message
+):
+    text = tmp_path / "in.txt"
+    text.write_bytes(content)
+    out = tmp_path / "out.txt"
+    args = ["parse", str(text), "--model", str(toy_parser), "--tokenized", "-o", str(out)]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_missing_and_foreign_model_files_are_clear_errors(tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n")
+    assert main(["parse", str(text), "--model", str(tmp_path / "none.safetensors")]) == 2
+    assert "no parser model at" in capsys.readouterr().err
+    foreign = tmp_path / "foreign.safetensors"
+    foreign.write_bytes(b"not a safetensors file at all")
+    assert main(["parse", str(text), "--model", str(foreign)]) == 2
+    assert "not a safetensors parser file" in capsys.readouterr().err
+    assert main(["parse", str(tmp_path / "absent.txt")]) == 2
+    assert "absent.txt" in capsys.readouterr().err
+
+
+def test_parse_reads_standard_input(toy_parser):
+    command = [sys.executable, "-m", "treeattn.cli", "parse", "--model", str(toy_parser)]
+    done = subprocess.run(
+        command, input=b"a dog ran .\n", capture_output=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert Tree.parse(done.stdout.decode()).leaves() == ["a", "dog", "ran", "."]
