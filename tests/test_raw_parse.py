@@ -118,3 +118,38 @@ def test_parse_reads_standard_input(toy_parser):
     )
     assert done.returncode == 0, done.stderr
     assert Tree.parse(done.stdout.decode()).leaves() == ["a", "dog", "ran", "."]
+
+
+@pytest.mark.parametrize("attention", ["hierarchical", "distance"])
+def test_raw_sentences_reach_models_that_read_trees_through_the_parser(
+    toy_parser, tmp_path, capsys, attention
+):
+    # A classifier of labeled trees, trained a few steps; at prediction it gets raw words,
+    # which the parser turns into trees.
+    rows = [f"({'pos' if 'cat' in t else 'neg'} {t[3:]}" for t in TOY]
+    data = tmp_path / "train.txt"
+    data.write_text("".join(row + "\n" for row in rows * 3), encoding="utf-8")
+    paths = [f"data.paths.{split}={data}" for split in ("train", "dev")]
+    run = tmp_path / attention
+    settings = ["data.name=labeled", *paths, f"model.attention={attention}", "model.d_model=16"]
+    settings += ["model.n_heads=2", "model.d_ff=32", "train.epochs=2", "train.progress=false"]
+    train(load_config(None, [*settings, f"out_dir={run}"]))
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on the mat .\na dog ran .\n")
+    args = ["predict", str(run / "best.pt"), str(text), "--parser", str(toy_parser)]
+    assert main(args) == 0
+    assert all(label in ("pos", "neg") for label in capsys.readouterr().out.split())
+    assert len(text.read_text().splitlines()) == 2
+
+
+def test_sst_models_get_parser_trees_shaped_as_sst_trees():
+    from treeattn.tasks import make_task
+
+    task = make_task(load_config(None, ["data.name=sst5", "model.attention=hierarchical"]))
+    parsed = Tree.parse(
+        "(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (PRP it)))) (. .))"
+    )
+    # Chains collapsed (NP over "it" too), binarized, every label hidden, as SST's trees.
+    assert task.training_tree(parsed).to_brackets() == (
+        "(X (X (X the) (X cat)) (X (X (X sat) (X (X on) (X it))) (X .)))"
+    )

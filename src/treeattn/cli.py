@@ -112,8 +112,9 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
         help="run a checkpoint on new input, one output line per input line",
         description="Run a saved model on unlabeled input, one item per line, and print one "
         "line per input line, in order. classify: a sentence (words separated by spaces, or "
-        "a bracketed tree; models that read trees need one; ListOps: an expression) gives "
-        "its class. mlm: a sentence with <mask> words gives the sentence with them filled in. "
+        "a bracketed tree; ListOps: an expression) gives its class; for models that read "
+        "trees, words are parsed first (--parser). mlm: a sentence with "
+        "<mask> words gives the sentence with them filled in. "
         "parse: a tokenized sentence gives its tree (--format brackets, the default for "
         "constituency models, or conllu).",
     )
@@ -121,6 +122,12 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
     p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
     p.add_argument("--format", default="", help="output format, where the task has several")
+    p.add_argument(
+        "--parser",
+        metavar="MODEL",
+        help="the parser that gives raw sentences their trees, for models that read trees "
+        "(default: the one shipped with treeattn)",
+    )
     p.set_defaults(run=_predict)
 
 
@@ -128,6 +135,10 @@ def _predict(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
+    if args.parser is not None:
+        if not hasattr(trained.task, "parser_path"):
+            raise ValueError(f"--parser: a {trained.cfg.task} model parses nothing")
+        trained.task.parser_path = args.parser
     lines, where = read_text_lines(args.input)
     outputs = trained.predict(lines, where, args.format)
     write_output("".join(out if out.endswith("\n") else out + "\n" for out in outputs), args.out)

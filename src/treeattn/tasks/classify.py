@@ -39,7 +39,7 @@ from treeattn.tasks.sentences import (
     read_examples,
     unlabeled_tree,
 )
-from treeattn.trees import Tree
+from treeattn.trees import Tree, binarize, collapse_unary
 
 MLM_KEYS = ("mask_rate", "mask_split")  # of the data section all sentence tasks once shared
 
@@ -85,6 +85,7 @@ class ClassifyTask(Task):
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
+        self.parser_path: str | None = None  # parses raw input for models that read trees
         self.vocab: Vocab | None = None
         self.node_vocab: Vocab | None = None
         data = cfg.data
@@ -279,33 +280,55 @@ class ClassifyTask(Task):
         }
 
     def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
-        """One sentence per line: a ListOps expression; or, for the other data sets, words
-        separated by spaces or one bracketed tree (its words are read; models that read
-        trees need one)."""
+        """One sentence per line: a ListOps expression; or, for the other data sets, one
+        bracketed tree or words separated by spaces. A model that reads trees gets, for
+        words, the trees of the parser (``parser_path``; default: the shipped model) as its
+        training trees were prepared (``training_tree``)."""
         m, name = self.cfg.model, self.cfg.data.name
         needs_tree = uses_trees(m) or uses_distances(m)
-        examples = []
+        trees: dict[int, Tree] = {}
+        words: dict[int, list[str]] = {}
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 raise FormatError("empty line", where, number, 1)
             if name == "listops":
-                tree = parse_expression(line.split(), where, number)
-                examples.append(LabeledSentence(tree.leaves(), IGNORE_LABEL, tree))
+                trees[number] = parse_expression(line.split(), where, number)
             elif line.lstrip().startswith("("):
-                tree = Tree.parse(line, where, number)
-                if self._whole_trees:  # node labels as training showed them
-                    tree = unlabeled_tree(tree) if name in CLASSES else Tree("X", tree.children)
-                examples.append(LabeledSentence(tree.leaves(), IGNORE_LABEL, tree))
-            elif needs_tree:
-                raise FormatError(
-                    f"{m.attention} reads trees: give one bracketed tree per line", where, number, 1
-                )
+                trees[number] = self.training_tree(Tree.parse(line, where, number))
             else:
-                examples.append(LabeledSentence(line.split(), IGNORE_LABEL))
+                words[number] = line.split()
+        if words and needs_tree:
+            from treeattn.parser import Parser
+
+            parser = Parser.load(self.parser_path)
+            numbers = list(words)
+            text = [" ".join(words[k]) for k in numbers]
+            for k, parse in zip(
+                numbers, parser.parse(text, tokenized=True, where=where), strict=True
+            ):
+                trees[k] = self.training_tree(parse.tree)
+            words.clear()
+        examples = [
+            LabeledSentence(trees[k].leaves(), IGNORE_LABEL, trees[k])
+            if k in trees
+            else LabeledSentence(words[k], IGNORE_LABEL)
+            for k in range(1, len(lines) + 1)
+        ]
         if self.cfg.data.lowercase:
             examples = lowercased(examples)
         check_lengths(examples, m.max_length, where)
         return examples
+
+    def training_tree(self, tree: Tree) -> Tree:
+        """A tree read or parsed at prediction time, made like the training trees: for SST,
+        unary chains collapsed (a phrase over one word too), binarized and every label
+        ``X``, as SST's binary trees with their sentiment labels hidden; for a labeled file,
+        the root (the class there) relabeled ``X``."""
+        if self.cfg.data.name in ("sst5", "sst2"):
+            return unlabeled_tree(binarize(collapse_unary(tree, collapse_pos=True)))
+        if self.cfg.data.name == LABELED and self._whole_trees:
+            return Tree("X", tree.children)
+        return tree
 
     def predict(
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
