@@ -153,3 +153,33 @@ def test_sst_models_get_parser_trees_shaped_as_sst_trees():
     assert task.training_tree(parsed).to_brackets() == (
         "(X (X (X the) (X cat)) (X (X (X sat) (X (X on) (X it))) (X .)))"
     )
+
+
+def test_head_contributions_follow_the_release_normalisation():
+    import torch
+
+    from treeattn.analysis.label_heads import head_contributions
+
+    torch.manual_seed(0)
+    span = torch.randn(3 * 4)  # 3 heads of d_proj 4: [forward halves; backward halves]
+    share = head_contributions(span, 3)
+    halves = span.view(2, 3, 2)
+    raw = torch.tensor([halves[0, h].sum() + halves[1, h].sum() for h in range(3)])
+    scaled = (raw - raw.min()) / (raw.max() - raw.min())
+    torch.testing.assert_close(share, torch.softmax(scaled, 0))
+    assert share.sum().item() == pytest.approx(1.0)
+
+
+def test_label_heads_needs_a_parser_without_the_feed_forward_layer(toy_parser, tmp_path, capsys):
+    assert main(["label-heads", str(toy_parser), "a dog ran ."]) == 1
+    assert "lal_feed_forward=false" in capsys.readouterr().err
+    trees = tmp_path / "toy.txt"
+    trees.write_text("".join(line + "\n" for line in TOY * 3), encoding="utf-8")
+    paths = [f"data.paths.{split}={trees}" for split in ("train", "dev", "test")]
+    run = tmp_path / "run"
+    settings = ["task=parse", "data.name=files", *paths, *SMALL, "train.epochs=20"]
+    train(load_config(None, [*settings, "model.lal_feed_forward=false", f"out_dir={run}"]))
+    image = tmp_path / "heads.png"
+    assert main(["label-heads", str(run / "best.pt"), "a dog ran .", "-o", str(image)]) == 0
+    table = capsys.readouterr().out
+    assert "strongest heads" in table and image.stat().st_size > 0

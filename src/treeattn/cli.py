@@ -218,6 +218,48 @@ def write_output(text: str, out: str | None) -> None:
     os.replace(partial, path)
 
 
+def _add_label_heads(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "label-heads",
+        help="each label attention head's contribution to each predicted constituent",
+        description="Parse one sentence and show how much each label attention head "
+        "contributes to each predicted constituent (Mrini et al. 2020, Fig. 6): a table of the "
+        "strongest heads and a heat map (constituents x heads). A head's contribution is the "
+        "sum of its part of the span vector, min-max scaled over the heads and passed "
+        "through a softmax (as the authors' release). Needs a parser trained without the "
+        "position-wise feed-forward layer (model.lal_feed_forward=false).",
+    )
+    p.add_argument("model", help="a parser (.safetensors, or a checkpoint of a parse run)")
+    p.add_argument("sentence", help="the sentence (tokenized as the Penn Treebank is)")
+    p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
+    p.add_argument("-o", "--out", default="label_heads.png", help="image file (PNG or SVG)")
+    p.add_argument("--top", type=_positive, default=3, help="heads listed per constituent")
+    p.set_defaults(run=_label_heads)
+
+
+def _label_heads(args: argparse.Namespace) -> int:
+    from treeattn.analysis.label_heads import label_head_contributions
+    from treeattn.parser import Parser
+    from treeattn.viz.attention import plot_attention
+
+    spans = label_head_contributions(Parser.load(args.model), args.sentence, args.tokenized)
+    if not spans:
+        raise ValueError("the parser predicts no constituent for this sentence")
+    print(f"{'constituent':<40} strongest heads (contribution)")
+    for span in spans:
+        ranked = sorted(enumerate(span.contributions, 1), key=lambda x: -x[1])[: args.top]
+        heads = "  ".join(f"{head}: {share:.3f}" for head, share in ranked)
+        print(f"{(span.label + ' ' + ' '.join(span.words))[:40]:<40} {heads}")
+    rows = [f"{span.label}: {' '.join(span.words)}"[:40] for span in spans]
+    heads = [str(h) for h in range(1, len(spans[0].contributions) + 1)]
+    matrix = [span.contributions for span in spans]
+    path = plot_attention(
+        matrix, rows, heads, args.out, title=f"label attention heads: {args.sentence}"[:80]
+    )
+    print(f"\nwritten to {path}")
+    return 0
+
+
 def _add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export-parser",
@@ -542,6 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_evaluate,
         _add_predict,
         _add_parse,
+        _add_label_heads,
         _add_export,
         _add_report,
         _add_attention,

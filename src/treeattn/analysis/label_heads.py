@@ -1,0 +1,73 @@
+"""Which label attention heads make each predicted constituent (Mrini et al. 2020, §2 and
+Fig. 6).
+
+Without the position-wise feed-forward layer, the LAL output of a word is the
+concatenation of one vector per head, so a span vector (fencepost j minus fencepost i) is
+too: head h owns the forward half of its part and the backward half. The contribution of
+head h to a span is, as in the authors' release, the sum of the entries of its two halves;
+over the heads of one span the contributions are min-max scaled to [0, 1] and then passed
+through a softmax, so each span's contributions are positive and sum to 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from treeattn.parser import Parser
+from treeattn.structs import CKY
+from treeattn.structs.cky import tree_spans
+
+
+@dataclass
+class SpanContributions:
+    label: str
+    words: list[str]
+    contributions: list[float]  # one per head, summing to 1
+
+
+def head_contributions(span_vectors: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(..., H) contributions of the H heads to span vectors (..., D), D = H * d_proj laid out
+    as [forward halves of every head; backward halves of every head]."""
+    halves = span_vectors.view(*span_vectors.shape[:-1], 2, n_heads, -1)
+    raw = halves.sum(-1).sum(-2)  # (..., H): each head's two halves summed
+    low = raw.amin(-1, keepdim=True)
+    spread = (raw.amax(-1, keepdim=True) - low).clamp(min=1e-12)
+    return torch.softmax((raw - low) / spread, -1)
+
+
+@torch.no_grad()
+def label_head_contributions(
+    parser: Parser, sentence: str, tokenized: bool = False
+) -> list[SpanContributions]:
+    """Each constituent the parser predicts for ``sentence``, with the contribution of every
+    label attention head; the parser must have been trained without the position-wise
+    feed-forward layer, with concatenated heads."""
+    sizes = parser.model.sizes
+    if not (sizes.label_attention and sizes.lal_combine == "concat"):
+        raise ValueError("head contributions need a label attention layer with concatenated heads")
+    if sizes.lal_feed_forward:
+        raise ValueError(
+            "head contributions need a parser trained without the position-wise feed-forward "
+            "layer (model.lal_feed_forward=false), which mixes the heads' parts"
+        )
+    if not parser.task.constituency:
+        raise ValueError("head contributions are for constituency parsers")
+    words = parser.words([sentence], tokenized)[0]
+    from treeattn.tasks.parse import ParseExample
+
+    batch = parser.task.encode([ParseExample(words, ["_"] * len(words))], "sentence").batch([0])
+    batch = batch.to(parser.device)
+    model = parser.model
+    posts = model.fenceposts(model.encode(batch.words, batch.chars, batch.pad_mask))[0]
+    lengths = batch.lengths
+    scores = model.span_scores(posts[None], lengths)
+    names = parser.task.labels.tokens[3:]
+    found = []
+    for label, start, end in tree_spans(CKY(scores, lengths).argmax, lengths)[0]:
+        if not label:
+            continue  # the empty label: no constituent
+        share = head_contributions(posts[end] - posts[start], model.top.n_heads)
+        found.append(SpanContributions(names[label], words[start:end], share.tolist()))
+    return found
