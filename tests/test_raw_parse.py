@@ -183,3 +183,8 @@ def test_label_heads_needs_a_parser_without_the_feed_forward_layer(toy_parser, t
     assert main(["label-heads", str(run / "best.pt"), "a dog ran .", "-o", str(image)]) == 0
     table = capsys.readouterr().out
     assert "strongest heads" in table and image.stat().st_size > 0
+
+
+def test_evaluate_reads_parser_files(toy_parser, capsys):
+    assert main(["evaluate", str(toy_parser), "test", "--json"]) == 0
+    assert '"f1"' in capsys.readouterr().out

@@ -59,7 +59,7 @@ class Parser:
         return self.task.cfg.model.max_length
 
     @classmethod
-    def load(cls, path: str | Path | None = None, device: str = "cpu") -> Parser:
+    def load(cls, path: str | Path | None = None, device: str = "auto") -> Parser:
         """A parser file written by ``save`` (default: the model shipped with treeattn), or
         a checkpoint of ``treeattn train`` with ``task: parse``."""
         path = Path(path) if path is not None else DEFAULT_MODEL

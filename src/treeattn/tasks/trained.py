@@ -61,7 +61,13 @@ class Trained:
 
 
 def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
-    """A checkpoint written by ``treeattn train`` (also one written before tasks had names)."""
+    """A checkpoint written by ``treeattn train`` (also one written before tasks had names),
+    or a parser file (``.safetensors``, ``treeattn export-parser``)."""
+    if str(checkpoint).endswith(".safetensors"):
+        from treeattn.parser import Parser
+
+        parser = Parser.load(checkpoint, device)
+        return Trained(parser.task.cfg, parser.task, parser.model, parser.device)
     state = load_checkpoint(checkpoint)
     if not isinstance(state, dict) or not {"model", "config"} <= set(state):
         raise ValueError(f"{checkpoint}: not a checkpoint written by `treeattn train`")
