@@ -188,3 +188,26 @@ def test_label_heads_needs_a_parser_without_the_feed_forward_layer(toy_parser, t
 def test_evaluate_reads_parser_files(toy_parser, capsys):
     assert main(["evaluate", str(toy_parser), "test", "--json"]) == 0
     assert '"f1"' in capsys.readouterr().out
+
+
+def test_the_shipped_parser_parses_raw_text_out_of_the_box(tmp_path):
+    text = b"The cat sat on the mat.\nDogs bark.\n"
+    command = [sys.executable, "-m", "treeattn.cli", "parse"]
+    done = subprocess.run(command, input=text, capture_output=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    trees = [Tree.parse(line) for line in done.stdout.decode().splitlines()]
+    assert [t.leaves() for t in trees] == [
+        ["The", "cat", "sat", "on", "the", "mat", "."],
+        ["Dogs", "bark", "."],
+    ]
+    conllu = tmp_path / "out.conllu"
+    done = subprocess.run(
+        [*command, "--format", "conllu", "-o", str(conllu)],
+        input=text,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [t.words for t in read_conllu(conllu)][1] == ["Dogs", "bark", "."]
+    parsed = Parser.load().parse(["Dogs bark."])
+    assert parsed[0].tree.leaves() == ["Dogs", "bark", "."]
