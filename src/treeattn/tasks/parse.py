@@ -171,17 +171,11 @@ def gold_chart(
     cells = torch.ones(n, n, dtype=torch.bool).triu()
     inside = torch.arange(n)[None, :] < lengths[:, None]
     chart[..., 0] = (cells & inside[:, :, None] & inside[:, None, :]).float()
-    spans = torch.tensor(
-        [
-            (b, start, end - 1, label)
-            for b, item in enumerate(span_lists)
-            for label, start, end in item
-        ],
-        dtype=torch.long,
-    ).view(-1, 4)
-    batch, first, last, label = spans.unbind(1)
-    chart[batch, first, last, 0] = 0
-    chart[batch, first, last, label] = 1
+    spans = [torch.as_tensor(item, dtype=torch.long).view(-1, 3) for item in span_lists]
+    label, start, end = torch.cat(spans).unbind(1)
+    batch = torch.repeat_interleave(torch.tensor([len(item) for item in spans]))
+    chart[batch, start, end - 1, 0] = 0
+    chart[batch, start, end - 1, label] = 1
     return chart
 
 
