@@ -211,3 +211,11 @@ def test_the_shipped_parser_parses_raw_text_out_of_the_box(tmp_path):
     assert [t.words for t in read_conllu(conllu)][1] == ["Dogs", "bark", "."]
     parsed = Parser.load().parse(["Dogs bark."])
     assert parsed[0].tree.leaves() == ["Dogs", "bark", "."]
+
+
+def test_brackets_in_the_input_are_escaped_so_the_trees_read_back(toy_parser):
+    parser = Parser.load(toy_parser)
+    for tokenized, sentence in ((True, "a dog ( ran ) :-)"), (False, "A dog (ran) :-)")):
+        tree = parser.parse([sentence], tokenized=tokenized)[0].tree
+        assert "-LRB-" in tree.leaves() and not any("(" in w or ")" in w for w in tree.leaves())
+        assert Tree.parse(tree.to_brackets()) == tree

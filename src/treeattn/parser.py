@@ -28,6 +28,8 @@ from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
 
 FORMAT, VERSION = "treeattn-parser", "1"
+# Penn Treebank escapes of brackets, which a bracketed tree cannot hold as words.
+ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 DEFAULT_MODEL = Path(__file__).parent / "resources" / "parser-ptb-sample.safetensors"
 
 
@@ -45,7 +47,12 @@ def tokenize(sentence: str) -> list[str]:
     """Penn Treebank tokens of one sentence, with PTB escapes for brackets and quotes."""
     from nltk.tokenize import TreebankWordTokenizer
 
-    return TreebankWordTokenizer().tokenize(sentence, convert_parentheses=True)
+    return escape(TreebankWordTokenizer().tokenize(sentence, convert_parentheses=True))
+
+
+def escape(words: Sequence[str]) -> list[str]:
+    """Words with every bracket character written as the Penn Treebank writes it."""
+    return ["".join(ESCAPES.get(char, char) for char in word) for word in words]
 
 
 class Parser:
@@ -131,7 +138,7 @@ class Parser:
         error naming ``where`` and the sentence's number."""
         out = []
         for number, sentence in enumerate(sentences, start=1):
-            words = sentence.split() if tokenized else tokenize(sentence)
+            words = escape(sentence.split()) if tokenized else tokenize(sentence)
             if not words:
                 raise ValueError(f"{where}:{number}: empty sentence")
             if len(words) > self.max_length:
