@@ -219,3 +219,18 @@ def test_brackets_in_the_input_are_escaped_so_the_trees_read_back(toy_parser):
         tree = parser.parse([sentence], tokenized=tokenized)[0].tree
         assert "-LRB-" in tree.leaves() and not any("(" in w or ")" in w for w in tree.leaves())
         assert Tree.parse(tree.to_brackets()) == tree
+
+
+def test_a_parser_file_of_another_version_is_refused(toy_parser, tmp_path):
+    from safetensors.torch import load_file, safe_open, save_file
+
+    with safe_open(str(toy_parser), "pt") as f:
+        meta = dict(f.metadata())
+    other = tmp_path / "other.safetensors"
+    save_file(load_file(str(toy_parser)), str(other), metadata={**meta, "version": "0"})
+    with pytest.raises(ValueError, match="parser file version '0'; this treeattn reads version 1"):
+        Parser.load(other)
+    untagged = tmp_path / "untagged.safetensors"
+    save_file(load_file(str(toy_parser)), str(untagged))
+    with pytest.raises(ValueError, match="not a treeattn parser file"):
+        Parser.load(untagged)
