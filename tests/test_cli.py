@@ -131,3 +131,20 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
     assert done.stdout.startswith("# tree 1 of 5000")
     assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_line_reader_allows_blank_lines_at_the_end_only(tmp_path, capsys):
+    tree = "(S (NP (DT the) (NN cat)) (VP (VBD sat)))"
+    trailing = tmp_path / "trailing.txt"
+    trailing.write_text(f"{tree}\n\n\n")
+    assert main(["show", str(trailing)]) == 0
+    between = tmp_path / "between.txt"
+    between.write_text(f"{tree}\n\n{tree}\n")
+    capsys.readouterr()
+    assert main(["show", str(between)]) == 1
+    assert f"{between}:2:1: empty line" in capsys.readouterr().err
+    from treeattn.data.listops import read_listops
+
+    rows = tmp_path / "rows.tsv"
+    rows.write_text("9\t[MAX 2 9 ]\n\n")
+    assert len(read_listops(rows)) == 1

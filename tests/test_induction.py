@@ -63,7 +63,7 @@ def test_induce_writes_one_tree_per_line(tree_transformer, tmp_path, capsys):
         assert Tree.parse(line).leaves() == sentence.split()
     text.write_text("one line\n\nanother\n", encoding="utf-8")
     assert main(["induce", str(run / "best.pt"), str(text)]) == 1
-    assert f"{text}:2: empty line" in capsys.readouterr().err
+    assert f"{text}:2:1: empty line" in capsys.readouterr().err
 
 
 def test_induce_scores_the_ptb_sample(tree_transformer, tmp_path, capsys):

@@ -82,7 +82,7 @@ def test_file_round_trip_and_errors(tmp_path):
     write_listops(path, examples)
     assert read_listops(path) == examples
     bad = tmp_path / "bad.tsv"
-    bad.write_text("9\t[MAX 2 9 ]\n\n")
+    bad.write_text("9\t[MAX 2 9 ]\n\n9\t[MAX 2 9 ]\n")
     with pytest.raises(FormatError, match=r"bad.tsv:2: empty line"):
         read_listops(bad)
     bad.write_text("9\t[MAX 2 9 ]\n3\t[MAX 2 9 ]\n")

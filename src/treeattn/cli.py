@@ -195,13 +195,13 @@ def _parse(args: argparse.Namespace) -> int:
 def read_text_lines(source: str) -> tuple[list[str], str]:
     """The lines of a UTF-8 file, or of standard input for ``-``, and a name for errors;
     an input with no line is an error."""
-    from treeattn.errors import decode_utf8, read_utf8
+    from treeattn.errors import decode_utf8, read_utf8, text_lines
 
     if source == "-":
         text, where = decode_utf8(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
     else:
         text, where = read_utf8(source), source
-    lines = text.splitlines()
+    lines = text_lines(text)
     if not lines:
         raise ValueError(f"{where}: empty input, no sentence to read")
     return lines, where
@@ -474,16 +474,14 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
 def _induce(args: argparse.Namespace) -> int:
     from treeattn.analysis.induction import induce_trees, load_tree_transformer, score_induction
     from treeattn.data.ptb import load_ptb_sample
+    from treeattn.tasks.sentences import lines_to_sentences
 
     if (args.textfile is None) == (args.ptb is None):
         raise ValueError("give either TEXTFILE or --ptb SPLIT")
     saved = load_tree_transformer(args.checkpoint)
     if args.textfile:
-        lines = Path(args.textfile).read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                raise ValueError(f"{args.textfile}:{number}: empty line")
-        sentences = [line.split() for line in lines]
+        lines, where = read_text_lines(args.textfile)
+        sentences = lines_to_sentences(lines, where)
         trees = induce_trees(saved, sentences, args.threshold, args.min_layer, args.textfile)
     else:
         gold = [

@@ -67,3 +67,12 @@ def _universal_newlines(text: str) -> str:
     if "\r" not in text:
         return text
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of a one-item-per-line text. Blank lines at the end are allowed and left
+    out; one between items stays, for the reader to report."""
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError, read_utf8, text_lines
 from treeattn.trees import Tree
 
 OPERATORS = ("MAX", "MIN", "MED", "SUM_MOD")
@@ -166,8 +166,8 @@ def read_listops(path: str | Path) -> list[ListOpsExample]:
     """
     path = Path(path)
     out: list[ListOpsExample] = []
-    # splitlines() keeps a last empty line out, so only the final newline is forgiven.
-    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
+    # Blank lines at the end are forgiven; one between rows is an error.
+    for number, line in enumerate(text_lines(read_utf8(path)), start=1):
         if not line.strip():
             raise FormatError("empty line", str(path), number)
         label_text, sep, expression = line.partition("\t")

@@ -18,7 +18,7 @@ from treeattn.data.sst import (
     read_sst_file,
 )
 from treeattn.data.text import text_corpora
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError, read_utf8, text_lines
 from treeattn.trees import Tree, fold_tree
 from treeattn.trees.tree import WHITESPACE
 from treeattn.trees.treebank import iter_treebank
@@ -198,7 +198,7 @@ def read_labeled_file(path: str | Path, whole_trees: bool = False) -> list[Label
             rows.append(LabeledSentence(entry.tree.leaves(), entry.tree.label, tree))
         return rows
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip(WHITESPACE):
             raise FormatError("empty line", str(path), number, 1)
         label, sep, sentence = line.partition("\t")
@@ -221,7 +221,7 @@ def read_labeled_file(path: str | Path, whole_trees: bool = False) -> list[Label
 def read_sentences(path: str | Path) -> list[list[str]]:
     """One sentence per line, words separated by spaces; an empty line is an error naming
     the file and line (the newline ending the last line is not an empty line)."""
-    return lines_to_sentences(read_utf8(path).splitlines(), str(path))
+    return lines_to_sentences(text_lines(read_utf8(path)), str(path))
 
 
 def lines_to_sentences(lines: Sequence[str], where: str) -> list[list[str]]:

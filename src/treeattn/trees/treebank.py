@@ -3,8 +3,8 @@
 Two layouts are read:
 
 * one tree per line, as the Stanford Sentiment Treebank (``(3 (2 The) (2 Rock) ...)``): each
-  line holds exactly one tree; an empty line is an error (the newline ending the last line
-  is not an empty line);
+  line holds exactly one tree; a blank line between trees is an error, blank lines at the
+  end are not (the rule of every one-item-per-line reader: ``errors.text_lines``);
 * free layout, as Penn Treebank ``.mrg`` files: trees span several lines, may be separated
   by blank lines, and are wrapped in an outer unlabeled bracket ``( (S ...) )``. A ``(`` at
   the start of a line opens a new tree, and the lines inside a tree are indented: a ``(``
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError, read_utf8, text_lines
 from treeattn.trees.transforms import unwrap_root
 from treeattn.trees.tree import WHITESPACE, Tree, iter_parse_with_positions
 
@@ -81,10 +81,7 @@ def detect_one_per_line(text: str) -> bool:
 
 
 def _iter_lines(text: str, source: str) -> Iterator[tuple[Tree, int]]:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip(WHITESPACE):
             raise FormatError("empty line in a file with one tree per line", source, number, 1)
         found: tuple[Tree, int] | None = None
