@@ -148,3 +148,11 @@ def test_every_line_reader_allows_blank_lines_at_the_end_only(tmp_path, capsys):
     rows = tmp_path / "rows.tsv"
     rows.write_text("9\t[MAX 2 9 ]\n\n")
     assert len(read_listops(rows)) == 1
+
+
+def test_an_empty_input_file_is_an_error_naming_it(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    for args in (["evalb", str(empty), str(empty)], ["show", str(empty)]):
+        assert main(args) == 1
+        assert f"{empty}: no tree in the file" in capsys.readouterr().err

@@ -47,7 +47,7 @@ from typing import NamedTuple
 from treeattn.errors import FormatError
 from treeattn.trees.labels import EMPTY_ELEMENT, strip_label
 from treeattn.trees.tree import Tree
-from treeattn.trees.treebank import iter_treebank
+from treeattn.trees.treebank import read_treebank_entries
 
 __all__ = [
     "COLLINS",
@@ -461,7 +461,7 @@ class EvalbReport(NamedTuple):
 
 def _read_trees(path: str | Path) -> tuple[list[Tree], list[int]]:
     """Every tree of a bracket file (one per line or spread over lines) and its first line."""
-    entries = list(iter_treebank(path, one_per_line=False, unwrap=False))
+    entries = read_treebank_entries(path, one_per_line=False, unwrap=False)
     return [entry.tree for entry in entries], [entry.line for entry in entries]
 
 

@@ -130,8 +130,12 @@ def iter_treebank(
 def read_treebank_entries(
     path: str | Path, one_per_line: bool | None = None, unwrap: bool | None = None
 ) -> list[TreebankEntry]:
-    """All trees of a file with their file and line; arguments as ``iter_treebank``."""
-    return list(iter_treebank(path, one_per_line, unwrap))
+    """All trees of a file with their file and line; arguments as ``iter_treebank``. A file
+    with no tree is an error naming it."""
+    entries = list(iter_treebank(path, one_per_line, unwrap))
+    if not entries:
+        raise FormatError("no tree in the file (it is empty)", str(path))
+    return entries
 
 
 def read_treebank(
@@ -140,9 +144,10 @@ def read_treebank(
     """All trees of a treebank file; arguments as ``iter_treebank``.
 
     For a one-per-line file (SST), ``read_treebank(p)[k].to_brackets()`` is line ``k + 1``
-    whenever the line uses single spaces between brackets and words, as SST does.
+    whenever the line uses single spaces between brackets and words, as SST does. A file
+    with no tree is an error naming it.
     """
-    return [entry.tree for entry in iter_treebank(path, one_per_line, unwrap)]
+    return [entry.tree for entry in read_treebank_entries(path, one_per_line, unwrap)]
 
 
 def write_treebank(path: str | Path, trees: Iterable[Tree]) -> None:
