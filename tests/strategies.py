@@ -39,6 +39,19 @@ def binary_trees(
     ).map(lambda t: t if isinstance(t, Tree) else Tree("NN", [t]))
 
 
+def treebank_shaped(tree: Tree, tag: str = "NN") -> Tree:
+    """The tree with every word that has siblings put in a ``tag`` bracket of its own, as
+    treebank files hold words."""
+    from treeattn.trees import fold_tree
+
+    def wrap(node: Tree, kids: list) -> Tree:
+        if len(kids) > 1:
+            kids = [Tree(tag, [k]) if isinstance(k, str) else k for k in kids]
+        return Tree(node.label, kids)
+
+    return fold_tree(tree, wrap)
+
+
 # Deep trees: far past Python's recursion limit (1000).
 DEEP = 3000
 

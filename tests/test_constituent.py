@@ -178,7 +178,9 @@ def test_algorithm_1_descends_while_the_weakest_link_is_strong():
     # Layer 2 splits off "e" (0.7); inside a..d every link there is above 0.8, so layer 1
     # splits off "a" (0.5); inside b..d layer 1 is above 0.8 again: layer 0 splits at 0.2.
     assert spans == {(0, 5), (0, 4), (1, 4), (2, 4)}
-    assert spans_to_tree("a b c d e".split(), spans).to_brackets() == "(X (X a (X b (X c d))) e)"
+    assert spans_to_tree("a b c d e".split(), spans).to_brackets() == (
+        "(X (X (X a) (X (X b) (X (X c) (X d)))) (X e))"
+    )
     # With min_layer 1, b..d splits at layer 1's weakest link there (0.85, before "d").
     assert induce_spans(links, 0.8, min_layer=1) == {(0, 5), (0, 4), (1, 4), (1, 3)}
     with pytest.raises(ValueError, match="min_layer"):

@@ -243,7 +243,8 @@ def test_a_labeled_sentence_file_trains_and_predicts(tmp_path, capsys):
     rows = [f"{'pos' if w in ('good', 'fine') else 'neg'}\tthe film was {w}" for w in words * 10]
     train_file = _write(tmp_path / "train.tsv", rows)
     dev_file = _write(tmp_path / "dev.tsv", rows[:8])
-    trees = _write(tmp_path / "test.txt", ["(pos (NP the film) (VP was good))"] * 3)
+    tree = "(pos (NP (DT the) (NN film)) (VP (VBD was) (JJ good)))"
+    trees = _write(tmp_path / "test.txt", [tree] * 3)
     paths = [f"data.paths.train={train_file}", f"data.paths.dev={dev_file}"]
     settings = [*TINY, "data.name=labeled", *paths, f"data.paths.test={trees}"]
     settings += ["train.epochs=30", "model.dropout=0.0", "train.lr=5e-3", f"out_dir={tmp_path}/r"]
@@ -251,7 +252,10 @@ def test_a_labeled_sentence_file_trains_and_predicts(tmp_path, capsys):
     assert results["test_accuracy"] == 100.0 and "dev_accuracy" in results
     model = str(tmp_path / "r" / "best.pt")
     assert load_checkpoint(model)["task_state"]["classes"] == ["neg", "pos"]
-    inputs = _write(tmp_path / "in.txt", ["the film was awful", "(S (NP the film) (VP was fine))"])
+    inputs = _write(
+        tmp_path / "in.txt",
+        ["the film was awful", "(S (NP (DT the) (NN film)) (VP (VBD was) (JJ fine)))"],
+    )
     assert main(["predict", model, inputs]) == 0
     assert capsys.readouterr().out == "neg\npos\n"
     unknown = _write(tmp_path / "odd.tsv", ["meh\tthe film was good"])

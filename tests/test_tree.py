@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import DEEP, left_branching, right_branching, trees
+from tests.strategies import DEEP, left_branching, right_branching, treebank_shaped, trees
 from treeattn.errors import FormatError
 from treeattn.trees import (
     Tree,
@@ -337,7 +337,7 @@ def test_detect_one_per_line() -> None:
 
 
 @settings(deadline=None, max_examples=40)
-@given(st.lists(TREES, min_size=1, max_size=5))
+@given(st.lists(TREES.map(treebank_shaped), min_size=1, max_size=5))
 def test_write_then_read(tmp_path_factory, trees: list[Tree]) -> None:
     path = tmp_path_factory.mktemp("bank") / "out.txt"
     write_treebank(path, trees)
@@ -405,3 +405,16 @@ def test_deep_tree_drawing_reads_back(deep: Tree) -> None:
     drawing = format_tree(deep, width=40, indent=1)
     assert len(drawing.splitlines()) == 2 * DEEP - 1  # every phrase is broken
     assert Tree.parse(drawing) == deep
+
+
+def test_a_word_beside_a_phrase_names_its_position(tmp_path) -> None:
+    ptb = tmp_path / "untagged.txt"
+    ptb.write_text("(S (NP the (NN cat)))\n")
+    with pytest.raises(FormatError, match=r"untagged\.txt:1:8: word 'the' has no bracket"):
+        read_treebank(ptb)
+    sst = tmp_path / "sst.txt"
+    sst.write_text("(3 (2 a) (3 this (3 movie)))\n")
+    with pytest.raises(FormatError, match=r"sst\.txt:1:13: word 'this' has no bracket"):
+        read_treebank(sst)
+    with pytest.raises(ValueError, match="word 'a' has no bracket of its own"):
+        write_treebank(tmp_path / "out.txt", [Tree.parse("(S a (NN b))")])

@@ -106,9 +106,11 @@ def induce_spans(links: np.ndarray, threshold: float = THRESHOLD, min_layer: int
 
 
 def spans_to_tree(words: Sequence[str], spans: set[Span], label: str = "X") -> Tree:
-    """A tree over ``words`` whose phrases are ``spans``, each labeled ``label``."""
+    """A tree over ``words`` whose phrases are ``spans``, each labeled ``label``; every word
+    sits in a ``label`` bracket of its own, as treebank files want."""
     ordered = sorted(spans, key=lambda span: (span[0], -span[1]))
-    return Tree.from_spans(list(words), [(label, i, j) for i, j in ordered])
+    spans_of_phrases = [(label, i, j) for i, j in ordered if j - i > 1]
+    return Tree.from_spans(list(words), spans_of_phrases, tags=[label] * len(words))
 
 
 def induce_trees(

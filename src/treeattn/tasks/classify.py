@@ -40,6 +40,7 @@ from treeattn.tasks.sentences import (
     unlabeled_tree,
 )
 from treeattn.trees import Tree, binarize, collapse_unary
+from treeattn.trees.treebank import parse_treebank_line
 
 MLM_KEYS = ("mask_rate", "mask_split")  # of the data section all sentence tasks once shared
 
@@ -294,7 +295,7 @@ class ClassifyTask(Task):
             if name == "listops":
                 trees[number] = parse_expression(line.split(), where, number)
             elif line.lstrip().startswith("("):
-                trees[number] = self.training_tree(Tree.parse(line, where, number))
+                trees[number] = self.training_tree(parse_treebank_line(line, where, number))
             else:
                 words[number] = line.split()
         if words and needs_tree:

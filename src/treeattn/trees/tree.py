@@ -344,9 +344,17 @@ def iter_parse(
 
 
 def iter_parse_with_positions(
-    text: str, source: str = "<string>", first_line: int = 1, mrg_layout: bool = False
+    text: str,
+    source: str = "<string>",
+    first_line: int = 1,
+    mrg_layout: bool = False,
+    treebank_words: bool = False,
 ) -> Iterator[tuple[Tree, int, int]]:
     """Like ``iter_parse`` but yield ``(tree, line, column)``: where each tree's ``(`` is.
+
+    ``treebank_words``: words sit in brackets of their own, as in treebank files, so a word
+    beside a phrase (``(NP the (NN cat))``: a word without its tag, or an SST word without
+    its label) raises ``FormatError`` at that word.
 
     Lines and columns are 1-based; ``first_line`` is the line of ``text`` in ``source``.
     A label follows its ``(`` directly; only the outermost bracket of a tree may go without
@@ -407,13 +415,20 @@ def iter_parse_with_positions(
                             start,
                         )
                     raise fail(missing_label, start)
-            stack.append([label, [], start])
+            stack.append([label, [], start, None])
         elif kind == 2:  # ")"
             if not stack:
                 raise fail("unbalanced ')' with no matching '('", match.start())
-            label, children, start = stack.pop()
+            label, children, start, first_word = stack.pop()
             if not children:
                 raise fail(f"node {label!r} has no children", start)
+            if treebank_words and first_word is not None and len(children) > 1:
+                word = next(c for c in children if isinstance(c, str))
+                raise fail(
+                    f"word {word!r} has no bracket of its own (a tag, or a label): in a "
+                    f"treebank every word sits alone in one, as ({label} ... (TAG {word}) ...)",
+                    first_word,
+                )
             node = Tree._unchecked(label, children)
             if stack:
                 stack[-1][1].append(node)
@@ -426,6 +441,8 @@ def iter_parse_with_positions(
             if not frame[0]:  # "( a b)": words need a labeled bracket
                 raise fail(missing_label, frame[2])
             frame[1].append(match.group(3))
+            if frame[3] is None:
+                frame[3] = match.start(3)
         elif stack:  # mrg_layout: a blank line inside a tree, and the tree is not continued
             line, _ = where(match.end())
             raise FormatError(

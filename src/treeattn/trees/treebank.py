@@ -80,12 +80,12 @@ def detect_one_per_line(text: str) -> bool:
     return seen
 
 
-def _iter_lines(text: str, source: str) -> Iterator[tuple[Tree, int]]:
-    for number, line in enumerate(text_lines(text), start=1):
+def _iter_lines(text: str, source: str, first_line: int = 1) -> Iterator[tuple[Tree, int]]:
+    for number, line in enumerate(text_lines(text), start=first_line):
         if not line.strip(WHITESPACE):
             raise FormatError("empty line in a file with one tree per line", source, number, 1)
         found: tuple[Tree, int] | None = None
-        for tree, _, column in iter_parse_with_positions(line, source, number):
+        for tree, _, column in iter_parse_with_positions(line, source, number, treebank_words=True):
             if found is not None:
                 raise FormatError(
                     "a second tree starts on this line (one tree per line expected)",
@@ -96,6 +96,12 @@ def _iter_lines(text: str, source: str) -> Iterator[tuple[Tree, int]]:
             found = (tree, number)
         assert found is not None  # a non-empty line yields a tree or raises
         yield found
+
+
+def parse_treebank_line(line: str, source: str, number: int) -> Tree:
+    """The one tree on line ``number`` of ``source``, read as treebank files are (every word
+    in a bracket of its own); ``FormatError`` names file:line:column."""
+    return next(_iter_lines(line, source, number))[0]
 
 
 def iter_treebank(
@@ -121,7 +127,9 @@ def iter_treebank(
     else:
         located = (
             (tree, line)
-            for tree, line, _ in iter_parse_with_positions(text, source, mrg_layout=True)
+            for tree, line, _ in iter_parse_with_positions(
+                text, source, mrg_layout=True, treebank_words=True
+            )
         )
     for tree, line in located:
         yield TreebankEntry(unwrap_root(tree) if unwrap else tree, source, line)
@@ -154,16 +162,20 @@ def write_treebank(path: str | Path, trees: Iterable[Tree]) -> None:
     """Write ``trees`` one per line (UTF-8, each line ending in a newline).
 
     Raises ``ValueError`` before writing anything if a label or word holds whitespace or a
-    bracket, since such a tree could not be read back.
+    bracket, or a word sits beside a phrase (not in a bracket of its own), since such a
+    tree could not be read back.
     """
     lines = []
     for index, tree in enumerate(trees):
         for node in tree.subtrees():
             if _UNWRITABLE.search(node.label) or (node.label == "" and node is not tree):
                 raise ValueError(f"tree {index}: label {node.label!r} cannot be written")
-            for child in node.children:
-                if isinstance(child, str) and (not child or _UNWRITABLE.search(child)):
+            words = [child for child in node.children if isinstance(child, str)]
+            for child in words:
+                if not child or _UNWRITABLE.search(child):
                     raise ValueError(f"tree {index}: word {child!r} cannot be written")
+            if words and len(node.children) > 1:
+                raise ValueError(f"tree {index}: word {words[0]!r} has no bracket of its own")
         if tree.label == "" and any(isinstance(c, str) for c in tree.children):
             raise ValueError(f"tree {index}: an unlabeled root cannot hold words")
         lines.append(tree.to_brackets() + "\n")
