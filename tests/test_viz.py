@@ -150,3 +150,19 @@ def test_attention_share_rejects_bad_shapes():
     with pytest.raises(ValueError):
         attention_share(WEIGHTS, NODE_MASK[:, :3], PAD_MASK)
     assert np.isfinite(list(attention_share(WEIGHTS, NODE_MASK, PAD_MASK).values())).all()
+
+
+def test_tree_pictures_are_wide_enough_for_their_words(tmp_path):
+    import matplotlib.image
+
+    from treeattn.trees import Tree
+    from treeattn.viz.trees import draw_tree
+
+    short = Tree.parse("(S (NN a) (NN b) (NN c) (NN d) (NN e) (NN f) (NN g) (NN h))")
+    long = Tree.parse("(S " + " ".join(f"(NN {w * 14})" for w in "abcdefgh") + ")")
+    widths = [
+        matplotlib.image.imread(draw_tree(t, tmp_path / f"{i}.png", title="t")).shape[1]
+        for i, t in enumerate((short, long))
+    ]
+    # 14-letter words need about 1.3 inches each, 8 of them: no overlap at 100 dpi.
+    assert widths[1] >= 8 * (0.085 * 14) * 100 > widths[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -79,6 +80,7 @@ def tree_layout(tree: Tree) -> TreeLayout:
 
 # Inches per word column and per tree row; 0.5 in fits a 9 pt word of about 6 letters.
 _COLUMN_INCHES = 0.5
+_CHAR_INCHES = 0.085  # one character of a 9-point label, with room to spare
 _ROW_INCHES = 0.4
 # Agg refuses images wider or taller than 2**16 pixels; stay well below at 100 dpi.
 _MAX_INCHES = 300.0
@@ -88,11 +90,14 @@ def draw_tree(tree: Tree, path: str | Path, title: str | None = None) -> Path:
     """Draw ``tree`` to ``path`` (PNG, or SVG when the suffix is ``.svg``); return the path.
 
     Words run along the bottom in sentence order, phrases above them (see ``tree_layout``).
-    The figure grows with the number of words and the height of the tree.
+    The figure grows with the number of words, the longest word and the height of the
+    tree, so that words never overlap; a long title wraps to the figure's width.
     """
     path = Path(path)
     layout = tree_layout(tree)
-    width = min(_MAX_INCHES, max(3.0, _COLUMN_INCHES * layout.n_words + 0.5))
+    longest = max(len(node.label) for node in layout.nodes if node.is_word)
+    column = max(_COLUMN_INCHES, _CHAR_INCHES * longest + 0.15)
+    width = min(_MAX_INCHES, max(3.0, column * layout.n_words + 0.5))
     height = min(_MAX_INCHES, max(2.0, _ROW_INCHES * (layout.top + 1) + 0.6))
     fig, ax = plt.subplots(figsize=(width, height), dpi=100)
     segments = [
@@ -119,7 +124,7 @@ def draw_tree(tree: Tree, path: str | Path, title: str | None = None) -> Path:
     ax.set_ylim(-0.6, layout.top + 0.6)
     ax.axis("off")
     if title:
-        ax.set_title(title)
+        ax.set_title(textwrap.fill(title, width=max(20, int(width / _CHAR_INCHES))), fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
