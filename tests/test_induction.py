@@ -61,9 +61,21 @@ def test_induce_writes_one_tree_per_line(tree_transformer, tmp_path, capsys):
     assert len(lines) == 3
     for line, sentence in zip(lines, text.read_text().splitlines(), strict=True):
         assert Tree.parse(line).leaves() == sentence.split()
+    # Raw text is tokenized as `treeattn parse` tokenizes it; --tokenized takes it as it is.
+    raw = tmp_path / "raw.txt"
+    raw.write_text('The mat, "they" said.\n', encoding="utf-8")
+    assert main(["induce", str(run / "best.pt"), str(raw)]) == 0
+    words = Tree.parse(capsys.readouterr().out).leaves()
+    assert words == ["The", "mat", ",", "``", "they", "''", "said", "."]
+    assert main(["induce", str(run / "best.pt"), str(raw), "--tokenized"]) == 0
+    assert Tree.parse(capsys.readouterr().out).leaves() == ["The", "mat,", '"they"', "said."]
     text.write_text("one line\n\nanother\n", encoding="utf-8")
     assert main(["induce", str(run / "best.pt"), str(text)]) == 1
-    assert f"{text}:2:1: empty line" in capsys.readouterr().err
+    assert f"{text}:2:1: empty" in capsys.readouterr().err
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    assert main(["induce", str(run / "best.pt"), str(latin)]) == 1
+    assert f"{latin}:1:4: not valid UTF-8" in capsys.readouterr().err
 
 
 def test_induce_scores_the_ptb_sample(tree_transformer, tmp_path, capsys):

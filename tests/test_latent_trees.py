@@ -83,6 +83,10 @@ def test_latent_trees_command(structured_run, tmp_path, capsys):
     gold_row = next(line for line in printed.splitlines() if line.startswith("gold.conllu"))
     assert gold_row.split()[1:4] == ["1", "2.0", "2.00"]
     assert out.read_text().count("\n\n") == 40  # the dev sentences
+    # Two roots in one sentence: the same error as every CoNLL-U reader gives.
+    gold.write_text("1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n2\tb\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    assert main(command) == 1
+    assert f"{gold}:" in capsys.readouterr().err
 
 
 def test_latent_trees_command_refuses_other_models(tmp_path, capsys):

@@ -422,7 +422,7 @@ def _latent_trees(args: argparse.Namespace) -> int:
         for head, heads in enumerate(per_head, start=1)
     ]
     if args.compare:
-        gold = read_conllu(args.compare, single_root=False)
+        gold = read_conllu(args.compare)  # the one CoNLL-U rule: one root a sentence
         rows.append((Path(args.compare).name, tree_statistics([t.heads for t in gold])))
     print(f"latent trees of {where}, {len(examples)} sentences")
     print(f"{'trees':<24} {'count':>6} {'length':>7} {'depth':>6} {'non-proj %':>11}")
@@ -446,13 +446,15 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
         description="Read constituency trees off a trained Tree Transformer (constituent "
         "attention), by Wang et al.'s Algorithm 1: split each span at its weakest link, "
         "descending a layer while that link is above --threshold. Give TEXTFILE (one "
-        "sentence per line, words separated by spaces) to write one bracketed tree per line, "
+        "sentence per line, tokenized as the Penn Treebank is, as `treeattn parse` does; "
+        "--tokenized: words split on spaces) to write one bracketed tree per line, "
         "or --ptb SPLIT to parse the PTB sample's sentences and score the trees against its "
         "gold trees (unlabeled F1 with random, left- and right-branching baselines, recall "
         "by phrase type), on every sentence and on those of at most --max-words words.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
     p.add_argument("textfile", nargs="?", help="sentences to parse, one per line")
+    p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
     p.add_argument(
         "--ptb",
         metavar="SPLIT",
@@ -481,7 +483,12 @@ def _induce(args: argparse.Namespace) -> int:
     saved = load_tree_transformer(args.checkpoint)
     if args.textfile:
         lines, where = read_text_lines(args.textfile)
-        sentences = lines_to_sentences(lines, where)
+        if args.tokenized:
+            sentences = lines_to_sentences(lines, where)
+        else:
+            from treeattn.parser import tokenize
+
+            sentences = lines_to_sentences([" ".join(tokenize(line)) for line in lines], where)
         trees = induce_trees(saved, sentences, args.threshold, args.min_layer, args.textfile)
     else:
         gold = [
