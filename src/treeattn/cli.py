@@ -13,8 +13,9 @@ treeattn: syntax inside Transformer attention.
 
 Train, evaluate and run Transformer encoders whose attention mechanism is chosen by
 name (and tree encoders: hierarchical accumulation, Tree-LSTM) on a task (classify,
-mlm), look at what they learned (attention maps, latent trees, induced constituency
-trees), read and score parse trees, and run the built-in ListOps demo.
+mlm, parse), parse raw text with the label attention parser, look at what models learned
+(attention maps, latent trees, induced constituency trees, label attention heads), read
+and score parse trees, and run the built-in ListOps demo.
 """
 
 EPILOG = """\
@@ -59,7 +60,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "train",
         help="train a model from a config file",
         description="Train a model from a YAML config file (see configs/): its task (task: "
-        "classify or mlm), data, model and training settings. Picks up the run's last "
+        "classify, mlm or parse), data, model and training settings. Picks up the run's last "
         "checkpoint when its out_dir already holds one; Ctrl-C stops at a clean point and "
         "saves a checkpoint. Under torchrun it trains data-parallel.",
     )
