@@ -131,21 +131,20 @@ def test_advp_and_prt_are_the_same_label():
     assert row.matched == 3
 
 
-def test_top_traces_and_outer_bracket_are_deleted():
+def test_top_and_traces_are_deleted_and_the_outer_bracket_counts():
     # Gold words: John tried *-1 to leave .  -> kept: John tried to leave (4 words).
-    # Gold brackets: outer "" and NP-SBJ (covers only a trace) vanish:
-    #   S(0,4) NP(0,1) VP(1,4) S(2,4) VP(2,4) VP(3,4) -> 6
-    # Test has TOP instead of the outer bracket and no trace; same 6 brackets.
+    # Gold brackets: NP-SBJ (covers only a trace) vanishes; the outer "" stays, as the
+    # official program counts it: "" (0,4) S(0,4) NP(0,1) VP(1,4) S(2,4) VP(2,4) VP(3,4) -> 7
+    # Test has TOP instead of the outer bracket and no trace: 6 brackets, all matched.
     gold = (
         "( (S (NP-SBJ-1 (NNP John)) (VP (VBD tried) (S (NP-SBJ (-NONE- *-1)) "
         "(VP (TO to) (VP (VB leave))))) (. .)) )"
     )
     test = "(TOP (S (NP (NNP John)) (VP (VBD tried) (S (VP (TO to) (VP (VB leave))))) (. .)))"
     row, total = score(gold, test)
-    assert (row.gold_brackets, row.test_brackets, row.matched) == (6, 6, 6)
+    assert (row.gold_brackets, row.test_brackets, row.matched) == (7, 6, 6)
     assert row.length == 5  # traces do not count, the period does
     assert row.words == 4
-    assert total.fmeasure == 100.0
     # Were TOP kept, it would be a seventh, unmatched test bracket.
     keep_top = dataclasses.replace(COLLINS, delete_labels=COLLINS.delete_labels - {"TOP"})
     row, _ = score(gold, test, keep_top)
@@ -188,23 +187,30 @@ def test_missing_parse_is_a_skipped_sentence():
     assert result.total.gold_brackets == 5 and result.total.fmeasure == 100.0
 
 
-def test_mismatched_words_raise_format_error():
+def test_mismatched_words_are_error_sentences_or_with_strict_errors():
     test = GOLD.replace("(NN mat)", "(NN hat)")
+    result = evalb([T(GOLD), T(GOLD)], [T(test), T(GOLD)])
+    assert (result.total.error_sentences, result.total.valid_sentences) == (1, 1)
+    assert result.total.fmeasure == 100.0  # the error sentence is left out
+    assert "sentence 1: words differ" in result.problems[0]
     with pytest.raises(FormatError, match="sentence 1.*'mat'.*'hat'"):
-        evalb([T(GOLD)], [T(test)])
+        evalb([T(GOLD)], [T(test)], strict=True)
     # Words count from 1, as sentences do: "the" is word 1.
     with pytest.raises(FormatError, match="word 1 is 'the' in gold but 'a' in test"):
-        evalb([T(GOLD)], [T(GOLD.replace("(DT the) (NN cat)", "(DT a) (NN cat)"))])
+        evalb([T(GOLD)], [T(GOLD.replace("(DT the) (NN cat)", "(DT a) (NN cat)"))], strict=True)
     with pytest.raises(FormatError, match="word 6 is 'mat'"):
-        evalb([T(GOLD)], [T(test)])
+        evalb([T(GOLD)], [T(test)], strict=True)
     # A period tagged as a noun survives deletion in the test tree only.
     with pytest.raises(FormatError, match="gold has 2 words, test has 3"):
         evalb(
             [T("(S (NP (NN cats)) (VP (VBP sit)) (. .))")],
             [T("(S (NP (NN cats)) (VP (VBP sit)) (NN .))")],
+            strict=True,
         )
     with pytest.raises(FormatError, match="1 gold trees"):
-        evalb([T(GOLD)], [T(GOLD), T(GOLD)])
+        evalb([T(GOLD)], [T(GOLD), T(GOLD)], strict=True)
+    paired = evalb([T(GOLD)], [T(GOLD), T(GOLD)])
+    assert paired.total.sentences == 1 and "the first 1 pairs are scored" in paired.problems[0]
 
 
 def test_format_matches_evalb_layout():
@@ -243,22 +249,30 @@ def test_evalb_files_reads_multiline_trees_and_names_the_line(tmp_path: Path):
     )
     test = tmp_path / "test.txt"
     test.write_text(
-        "(S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .))\n"
-        "(S (NP (PRP it)) (VP (VBD rained)) (. .))\n",
+        "( (S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .)) )\n"
+        "( (S (NP (PRP it)) (VP (VBD rained)) (. .)) )\n",
         encoding="utf-8",
     )
     text, result = evalb_files(gold, test)
     assert result.total.fmeasure == 100.0 and result.total.sentences == 2
     assert "Bracketing FMeasure       = 100.00" in text
+    # Without the outer brackets the test side has 6 of the gold side's 8 (as EVALB).
+    test.write_text(
+        "(S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .))\n"
+        "(S (NP (PRP it)) (VP (VBD rained)) (. .))\n",
+        encoding="utf-8",
+    )
+    result = evalb_files(gold, test).result
+    assert (result.total.matched, result.total.gold_brackets) == (6, 8)
 
     test.write_text(
         "(S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .))\n"
-        "\n(S (NP (PRP it)) (VP (VBD snowed)) (. .))\n",
+        "(S (NP (PRP it)) (VP (VBD snowed)) (. .))\n",
         encoding="utf-8",
     )
     with pytest.raises(FormatError) as caught:
-        evalb_files(gold, test)
-    assert caught.value.source == str(test) and caught.value.line == 3
+        evalb_files(gold, test, strict=True)
+    assert caught.value.source == str(test) and caught.value.line == 2
     assert f"{gold}:3" in str(caught.value)  # where the gold tree starts
 
 
@@ -294,3 +308,35 @@ def test_every_mrg_file_parses(shared_data: Path):
     assert files
     count = sum(len(list(iter_parse(f.read_text(encoding="utf-8"), str(f)))) for f in files)
     assert count > 3000
+
+
+CASES = ("r1", "r2", "r3", "r4", "r5", "r6")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_official_programs_figures_on_messy_files(shared_data: Path, case: str):
+    folder = shared_data / "evalb-cases"
+    official = folder / f"{case}.official.txt"
+    if not official.is_file():
+        pytest.skip(f"{official} is not in this copy of the data")
+    expected = official.read_text(encoding="utf-8")
+    text, _ = evalb_files(folder / f"{case}.gold", folder / f"{case}.test")
+    summary = text[text.index("=== Summary ===") :]
+    assert summary.strip() in expected
+    for row in text[: text.index("=== Summary ===")].splitlines():
+        assert row in expected.splitlines(), row
+
+
+def test_the_command_says_on_stderr_which_sentences_were_left_out(tmp_path: Path, capsys):
+    from treeattn.cli import main
+
+    gold, test = tmp_path / "gold.txt", tmp_path / "test.txt"
+    gold.write_text(f"{GOLD}\n{GOLD}\n", encoding="utf-8")
+    test.write_text(f"()\n{GOLD.replace('(NN mat)', '(NN hat)')}\n", encoding="utf-8")
+    assert main(["evalb", str(gold), str(test)]) == 0
+    captured = capsys.readouterr()
+    assert "Number of Error sentence  =      1" in captured.out
+    assert "Number of Skip  sentence  =      1" in captured.out
+    assert "2 problem(s)" in captured.err and f"{test}:1: sentence 1 skipped" in captured.err
+    assert main(["evalb", str(gold), str(test), "--strict"]) == 1
+    assert f"{test}:1: sentence 1: no test parse" in capsys.readouterr().err

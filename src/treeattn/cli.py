@@ -290,18 +290,35 @@ def _add_evalb(sub: argparse._SubParsersAction) -> None:
         "evalb",
         help="EVALB bracket scores of predicted trees against gold trees",
         description="Labeled bracketing recall, precision and F1 with EVALB's COLLINS.prm "
-        "conventions, printed in EVALB's own layout. Both files hold bracketed trees "
-        "(one per line, or multi-line .mrg) for the same sentences in the same order.",
+        "conventions, printed in EVALB's own layout, with the official program's figures on "
+        "messy output: a sentence whose words differ is an error sentence, an empty parse "
+        "() or a blank line in a one-tree-per-line test file is skipped, and files with "
+        "different tree counts are scored pair by pair; stderr says which and why "
+        "(--strict: errors instead). Both files hold bracketed trees (one per line, or "
+        "multi-line .mrg) for the same sentences in the same order.",
     )
     p.add_argument("gold")
     p.add_argument("predicted")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="make every error or skipped sentence (and a difference in tree counts) an error",
+    )
     p.set_defaults(run=_evalb)
 
 
 def _evalb(args: argparse.Namespace) -> int:
     from treeattn.metrics.evalb import evalb_files
 
-    print(evalb_files(args.gold, args.predicted).text)
+    report = evalb_files(args.gold, args.predicted, strict=args.strict)
+    print(report.text)
+    problems = report.result.problems
+    if problems:
+        print(f"treeattn evalb: {len(problems)} problem(s), scored as EVALB does:", file=sys.stderr)
+        for problem in problems[:5]:
+            print(f"  {problem}", file=sys.stderr)
+        if len(problems) > 5:
+            print(f"  ... and {len(problems) - 5} more", file=sys.stderr)
     return 0
 
 

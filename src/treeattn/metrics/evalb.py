@@ -19,19 +19,17 @@ The scoring follows EVALB's documented behaviour:
 * **Crossing** counts test brackets that cross at least one gold bracket.
 * The root bracket (``S``) counts like any other.
 
-Deliberate differences from the C program:
+* The outer unlabeled bracket of ``.mrg`` files (``( (S ...) )``) is one more bracket,
+  labeled ``""``, as the C program counts it.
+* Gold and test words that disagree after deletion make an *error* sentence: left out of
+  the totals, counted, reported in ``EvalbResult.problems``; the run goes on. A missing
+  parse (``None``: an empty parse ``()`` or a blank line in a one-tree-per-line test file)
+  or a test tree with no words left is a *skipped* sentence. When the files hold different
+  numbers of trees, the pairs that exist are scored. ``strict=True`` turns each of these
+  into a ``FormatError``.
 
-* the outer unlabeled bracket of ``.mrg`` files (``( (S ...) )``) is dropped like ``TOP``.
-  EVALB would score it as one more bracket labeled ``""`` (a free match when both files
-  have it), so ``.mrg`` gold can be scored against parser output that lacks it;
-* gold and test words that disagree after deletion raise
-  :class:`~treeattn.errors.FormatError` naming the sentence, where EVALB counts an "error
-  sentence" and goes on (a mis-tagged punctuation mark is the usual cause);
-* ``QUOTE_LABEL`` (the re-insertion of mis-tagged quotes of later ``new.prm`` files) and
-  ``EQ_WORD`` are not supported: ``COLLINS.prm`` uses neither.
-
-A missing parse (``None``) or a test tree with no words left is a *skipped* sentence, as
-in EVALB.
+``QUOTE_LABEL`` (the re-insertion of mis-tagged quotes of later ``new.prm`` files) and
+``EQ_WORD`` are not supported: ``COLLINS.prm`` uses neither.
 
 Every rate is a percentage in [0, 100].
 """
@@ -44,10 +42,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from treeattn.errors import FormatError
+from treeattn.errors import FormatError, read_utf8, text_lines
 from treeattn.trees.labels import EMPTY_ELEMENT, strip_label
 from treeattn.trees.tree import Tree
-from treeattn.trees.treebank import read_treebank_entries
+from treeattn.trees.treebank import (
+    detect_one_per_line,
+    parse_treebank_line,
+    read_treebank_entries,
+)
 
 __all__ = [
     "COLLINS",
@@ -62,6 +64,7 @@ __all__ = [
 ]
 
 STATUS_OK = 0
+STATUS_ERROR = 1  # EVALB's code for a sentence whose words differ
 STATUS_SKIP = 2  # EVALB's code for a sentence with no test parse
 
 
@@ -179,12 +182,14 @@ class EvalbTotals(_BracketRates):
 
     @classmethod
     def of(cls, rows: Iterable[SentenceResult]) -> EvalbTotals:
-        """Sum the per-sentence rows; skipped sentences add nothing but their count."""
+        """Sum the per-sentence rows; error and skipped sentences add nothing but their
+        count."""
         rows = list(rows)
-        valid = [row for row in rows if row.status != STATUS_SKIP]
+        valid = [row for row in rows if row.status == STATUS_OK]
         return cls(
             sentences=len(rows),
-            skip_sentences=len(rows) - len(valid),
+            error_sentences=sum(row.status == STATUS_ERROR for row in rows),
+            skip_sentences=sum(row.status == STATUS_SKIP for row in rows),
             gold_brackets=sum(row.gold_brackets for row in valid),
             test_brackets=sum(row.test_brackets for row in valid),
             matched=sum(row.matched for row in valid),
@@ -232,6 +237,7 @@ class EvalbResult:
     total: EvalbTotals
     cutoff: EvalbTotals
     cutoff_length: int = 40
+    problems: list[str] = field(default_factory=list)  # error and skipped sentences, why
 
     @property
     def fmeasure(self) -> float:
@@ -270,9 +276,9 @@ def _read(tree: Tree, params: EvalbParams) -> _Reading:
         if node is None:
             label, start = open_phrases.pop()
             end = len(words)
-            cut = strip_label(label, keep_dash_labels=False)  # EVALB cuts "-NONE-" to ""
-            # The raw-empty label is the outer bracket of .mrg files; drop it like TOP.
-            if end > start and label and cut not in params.delete_labels:
+            cut = strip_label(label, keep_dash_labels=False)
+            # The raw-empty label is the outer bracket of .mrg files: a bracket like any.
+            if end > start and cut not in params.delete_labels:
                 brackets.append((params.canonical(cut) if params.labeled else "", start, end))
         elif isinstance(node, str):  # a word directly under a phrase has no tag
             words.append(node)
@@ -307,11 +313,17 @@ def _score_sentence(
     params: EvalbParams,
     gold_where: tuple[str, int | None],
     test_where: tuple[str, int | None],
+    strict: bool,
+    problems: list[str],
 ) -> SentenceResult:
     g = _read(gold, params)
     t = _read(test, params) if test is not None else None
     if t is None or not t.words:
         # EVALB skips a sentence whose test parse has no words, printing zeros.
+        why = "no test parse" if t is None else "no test words left after deletion"
+        if strict:
+            raise FormatError(f"sentence {index}: {why}", *test_where)
+        problems.append(f"{_where(*test_where)}: sentence {index} skipped: {why}")
         return SentenceResult(index, g.length, STATUS_SKIP, 0, 0, 0, 0, 0, 0)
     if g.words != t.words:
         if len(g.words) != len(t.words):
@@ -319,12 +331,14 @@ def _score_sentence(
         else:
             i = next(i for i, (a, b) in enumerate(zip(g.words, t.words, strict=True)) if a != b)
             detail = f"word {i + 1} is {g.words[i]!r} in gold but {t.words[i]!r} in test"
-        raise FormatError(
+        message = (
             f"sentence {index}: words differ after deleting {sorted(params.delete_labels)} "
-            f"({detail}; gold at {_where(*gold_where)})",
-            test_where[0],
-            test_where[1],
+            f"({detail}; gold at {_where(*gold_where)})"
         )
+        if strict:
+            raise FormatError(message, *test_where)
+        problems.append(f"{_where(*test_where)}: {message}: an error sentence")
+        return SentenceResult(index, g.length, STATUS_ERROR, 0, 0, 0, 0, 0, 0)
     gold_counts = Counter(g.brackets)
     test_counts = Counter(t.brackets)
     matched = sum((gold_counts & test_counts).values())
@@ -357,12 +371,14 @@ def evalb(
     test_source: str = "<test>",
     gold_lines: Sequence[int] | None = None,
     test_lines: Sequence[int] | None = None,
+    strict: bool = False,
 ) -> EvalbResult:
     """Score ``test_trees`` against ``gold_trees``, one pair per sentence, as EVALB does.
 
-    ``None`` in ``test_trees`` is a sentence the parser failed on (skipped). The sources and
-    line numbers only serve error messages. Raises ``FormatError`` when the two sequences
-    differ in length or a pair's words differ after deletion.
+    ``None`` in ``test_trees`` is a sentence the parser failed on (skipped). A pair whose
+    words differ after deletion is an error sentence; when the sequences differ in length,
+    the pairs that exist are scored. Each is listed in ``problems``; with ``strict`` each
+    raises ``FormatError`` instead. The sources and line numbers serve the messages.
 
     >>> gold = Tree.parse("(S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .))")
     >>> test = Tree.parse("(S (NP (DT the)) (VP (NN cat) (VBD sat)) (. .))")
@@ -370,14 +386,17 @@ def evalb(
     >>> r.total.matched, r.total.gold_brackets, r.total.test_brackets
     (1, 3, 3)
     """
+    problems: list[str] = []
     if len(gold_trees) != len(test_trees):
         # Point at the first test tree without a gold partner, when there is one.
         extra = len(gold_trees) if len(test_trees) > len(gold_trees) else None
         line = test_lines[extra] if extra is not None and test_lines is not None else None
-        raise FormatError(
-            f"{len(gold_trees)} gold trees ({gold_source}) but {len(test_trees)} test trees",
-            test_source,
-            line,
+        message = f"{len(gold_trees)} gold trees ({gold_source}) but {len(test_trees)} test trees"
+        if strict:
+            raise FormatError(message, test_source, line)
+        problems.append(
+            f"{_where(test_source, line)}: {message}: the first "
+            f"{min(len(gold_trees), len(test_trees))} pairs are scored"
         )
     rows = [
         _score_sentence(
@@ -387,11 +406,15 @@ def evalb(
             params,
             (gold_source, gold_lines[k] if gold_lines is not None else None),
             (test_source, test_lines[k] if test_lines is not None else None),
+            strict,
+            problems,
         )
-        for k, (gold, test) in enumerate(zip(gold_trees, test_trees, strict=True))
+        for k, (gold, test) in enumerate(zip(gold_trees, test_trees, strict=False))
     ]
     short = [row for row in rows if row.length <= params.cutoff_length]
-    return EvalbResult(rows, EvalbTotals.of(rows), EvalbTotals.of(short), params.cutoff_length)
+    return EvalbResult(
+        rows, EvalbTotals.of(rows), EvalbTotals.of(short), params.cutoff_length, problems
+    )
 
 
 # ---------------------------------------------------------------------------- output
@@ -459,14 +482,28 @@ class EvalbReport(NamedTuple):
     result: EvalbResult
 
 
-def _read_trees(path: str | Path) -> tuple[list[Tree], list[int]]:
-    """Every tree of a bracket file (one per line or spread over lines) and its first line."""
-    entries = read_treebank_entries(path, one_per_line=False, unwrap=False)
-    return [entry.tree for entry in entries], [entry.line for entry in entries]
+def _read_trees(path: str | Path) -> tuple[list[Tree | None], list[int]]:
+    """Every tree of a bracket file and its first line. In a file of one tree per line (as
+    parsers write them), an empty parse ``()`` or a blank line between trees is a missing
+    parse (``None``), as EVALB reads it; ``.mrg`` files are read in their free layout."""
+    text = read_utf8(path)
+    if str(path).endswith(".mrg") or not detect_one_per_line(text.replace("()", "(X x)")):
+        entries = read_treebank_entries(path, one_per_line=False, unwrap=False)
+        return [entry.tree for entry in entries], [entry.line for entry in entries]
+    trees: list[Tree | None] = []
+    for number, line in enumerate(text_lines(text), start=1):
+        empty = not line.strip() or line.strip() == "()"
+        trees.append(None if empty else parse_treebank_line(line, str(path), number))
+    if not trees:
+        raise FormatError("no tree in the file (it is empty)", str(path))
+    return trees, list(range(1, len(trees) + 1))
 
 
 def evalb_files(
-    gold_path: str | Path, test_path: str | Path, params: EvalbParams = COLLINS
+    gold_path: str | Path,
+    test_path: str | Path,
+    params: EvalbParams = COLLINS,
+    strict: bool = False,
 ) -> EvalbReport:
     """Score the bracket file ``test_path`` against ``gold_path``; returns (text, result).
 
@@ -476,6 +513,9 @@ def evalb_files(
     mismatched sentence.
     """
     gold_trees, gold_lines = _read_trees(gold_path)
+    if any(tree is None for tree in gold_trees):
+        blank = gold_lines[gold_trees.index(None)]
+        raise FormatError("a gold file needs a tree on every line", str(gold_path), blank)
     test_trees, test_lines = _read_trees(test_path)
     result = evalb(
         gold_trees,
@@ -485,5 +525,6 @@ def evalb_files(
         test_source=str(test_path),
         gold_lines=gold_lines,
         test_lines=test_lines,
+        strict=strict,
     )
     return EvalbReport(format_evalb(result), result)
