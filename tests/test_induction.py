@@ -46,10 +46,12 @@ def test_masked_lm_training_reports_perplexity(tree_transformer):
         assert math.isfinite(results[key]) and 1 < results[key]
 
 
-def test_evaluate_command_gives_perplexity(tree_transformer, capsys):
+def test_evaluate_and_report_give_perplexity(tree_transformer, capsys):
     run, results = tree_transformer
     assert main(["evaluate", str(run / "best.pt"), "test"]) == 0
     assert f"perplexity   {results['test_perplexity']:.2f}" in capsys.readouterr().out
+    assert main(["report", str(run)]) == 0
+    assert f"test perplexity {results['test_perplexity']:.2f}" in capsys.readouterr().out
 
 
 def test_induce_writes_one_tree_per_line(tree_transformer, tmp_path, capsys):

@@ -209,6 +209,10 @@ def test_checkpoints_written_before_the_task_layer_still_load(tmp_path, capsys):
     text.write_text("the cat sat on the mat\n")
     assert main(["induce", constituent, str(text)]) == 0
     assert capsys.readouterr().out.startswith("(X ")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert main(["induce", constituent, str(empty)]) == 1
+    assert f"{empty}: empty input" in capsys.readouterr().err
     assert (
         main(["constituent-prior", constituent, "the cat sat", "-o", str(tmp_path / "p.png")]) == 0
     )
