@@ -161,8 +161,6 @@ class ClassifyTask(Task):
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(self.cfg.data, source, self._whole_trees, self._data_splits)
-        if not examples:
-            raise ValueError(f"{where}: no examples")
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 

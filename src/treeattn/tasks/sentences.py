@@ -239,11 +239,15 @@ def read_examples(
     cfg: Any, source: str, whole_trees: bool, splits: Sequence[str]
 ) -> tuple[list[LabeledSentence], str]:
     """The examples of ``source``, a split name of ``splits`` or a file in the data set's
-    format, and a name for them in errors."""
+    format, and a name for them in errors; no example at all is an error."""
     if source in splits:
-        return load_split(cfg, source, whole_trees), f"{cfg.name} {source}"
-    if Path(source).is_file():
-        return read_file(cfg, source, whole_trees), source
-    raise FileNotFoundError(
-        f"{source!r} is neither a split name ({', '.join(splits)}) nor an existing file"
-    )
+        examples, where = load_split(cfg, source, whole_trees), f"{cfg.name} {source}"
+    elif Path(source).is_file():
+        examples, where = read_file(cfg, source, whole_trees), source
+    else:
+        raise FileNotFoundError(
+            f"{source!r} is neither a split name ({', '.join(splits)}) nor an existing file"
+        )
+    if not examples:
+        raise ValueError(f"{where}: no examples")
+    return examples, where
