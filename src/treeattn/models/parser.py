@@ -95,18 +95,26 @@ class CharLSTM(nn.Module):
 
 
 class Biaffine(nn.Module):
-    """score[h, m] = [x_h; 1]^T U [y_m; 1] for every pair, with ``n_out`` outputs."""
+    """[x; 1]^T U_o [y; 1] with ``n_out`` matrices U_o (Dozat & Manning): over every pair
+    (``forward``) or for given pairs (``paired``)."""
 
     def __init__(self, d_in: int, n_out: int = 1) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(n_out, d_in + 1, d_in + 1))
-        self.n_out = n_out
+
+    @staticmethod
+    def _with_ones(x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, x.new_ones(*x.shape[:-1], 1)], -1)
 
     def forward(self, heads: torch.Tensor, dependents: torch.Tensor) -> torch.Tensor:
-        ones = heads.new_ones(*heads.shape[:-1], 1)
-        x, y = torch.cat([heads, ones], -1), torch.cat([dependents, ones], -1)
-        scores = torch.einsum("bhi,oij,bmj->bohm", x, self.weight, y)
-        return scores.squeeze(1) if self.n_out == 1 else scores
+        """(B, n, n) scores [b, h, m] of one output for every head h and dependent m."""
+        x, y = self._with_ones(heads), self._with_ones(dependents)
+        return torch.einsum("bhi,ij,bmj->bhm", x, self.weight[0], y)
+
+    def paired(self, heads: torch.Tensor, dependents: torch.Tensor) -> torch.Tensor:
+        """(B, n, n_out) scores of the pairs (heads[b, k], dependents[b, k])."""
+        x, y = self._with_ones(heads), self._with_ones(dependents)
+        return torch.einsum("bni,oij,bnj->bno", x, self.weight, y)
 
 
 class LabelAttentionParser(nn.Module):
@@ -259,7 +267,4 @@ class LabelAttentionParser(nn.Module):
         chosen = out.rel_heads.gather(
             1, heads.clamp(min=0)[..., None].expand(-1, -1, out.rel_heads.shape[-1])
         )  # (B, n, d): each word's head
-        dependents = out.rel_dependents[:, 1:]
-        ones = chosen.new_ones(*chosen.shape[:-1], 1)
-        x, y = torch.cat([chosen, ones], -1), torch.cat([dependents, ones], -1)
-        return torch.einsum("bni,oij,bnj->bno", x, self.rel.weight, y)
+        return self.rel.paired(chosen, out.rel_dependents[:, 1:])
