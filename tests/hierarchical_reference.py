@@ -1,9 +1,11 @@
-"""Two slow references for hierarchical accumulation (Nguyen et al. 2020, Eqs. 5-10).
+"""Slow references for hierarchical accumulation (Nguyen et al. 2020), written from the
+equations.
 
-``literal_accumulation`` follows the equations entry by entry with Python loops over the
-(m+1) x n grid of one tree. ``dense_accumulation`` builds the same S and E as whole
-(B, m+1, n, d) tensors and averages with masks: the paper's own formulation, used by the
-benchmark as the baseline the fast path must beat.
+``literal_accumulation`` follows Eqs. 5-10 entry by entry with Python loops over the
+(m+1) x n grid of one tree and one head. ``dense_accumulation`` builds the same S and E as
+whole (B, m+1, n, d) tensors and averages with masks: the paper's own formulation, used by
+the benchmark as the baseline the fast path must beat. ``literal_self_attention`` (Eqs.
+12-20) and ``literal_cross_attention`` (Eqs. 21-24) loop over heads and queries.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ def literal_accumulation(
     leaves: torch.Tensor,
     nodes: torch.Tensor,
     lnr: LNR,
-    leaf_weight: torch.Tensor,
+    w: torch.Tensor,
     vertical: torch.Tensor | None = None,
     horizontal: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One tree: leaves (n, d), nodes (m, d) -> N-hat (m, d)."""
+    """One tree and head: leaves (n, d), nodes (m, d), the leaves' weights w (n,) ->
+    N-hat (m, d)."""
     n, d = leaves.shape
     m = nodes.shape[0]
     R = [lnr.subtree(i) for i in range(m)]  # (nodes, leaves) of each subtree
@@ -52,8 +55,7 @@ def literal_accumulation(
         ]
         for i in range(m)
     ]
-    # Eq. 7, weighted aggregation with w = L u_s over each node's leaves.
-    w = leaves @ leaf_weight
+    # Eq. 7, weighted aggregation with w over each node's leaves.
     out = [
         sum((w[j] * S_hat[i][j] for j in sorted(R[i][1])), zero) / len(R[i][1]) for i in range(m)
     ]
@@ -64,12 +66,12 @@ def dense_accumulation(
     leaves: torch.Tensor,
     nodes: torch.Tensor,
     trees: TreeTensors,
-    leaf_weight: torch.Tensor,
+    w: torch.Tensor,
     vertical: torch.Tensor | None = None,
     horizontal: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A batch, with S and E built as (B, m+1, n, d) tensors: leaves (B, n, d), nodes
-    (B, m, d) -> N-hat (B, m, d)."""
+    (B, m, d), leaf weights w (B, n) -> N-hat (B, m, d)."""
     B, n, d = leaves.shape
     start, end, depth = trees.node_start, trees.node_end, trees.node_depth
     real = ~trees.node_pad_mask
@@ -88,6 +90,82 @@ def dense_accumulation(
         S = torch.cat([S[:, :1], S[:, 1:] + E], dim=1)
     summed = S[:, :1] + torch.einsum("bitj,btjd->bijd", on_path, S[:, 1:])
     S_hat = summed / (1 + count_v)[..., None]
-    w = leaves @ leaf_weight
     weighted = (member.to(leaves.dtype) * w[:, None, :])[..., None] * S_hat
     return weighted.sum(2) / trees.leaf_count[..., None].to(leaves.dtype)
+
+
+def _head_accumulation(attn, leaves, v_leaves, v_nodes, lnr, h: int, k: int):
+    """N-hat of head h: w_h = L u_h (+ b_h) from the un-projected leaves L (Eq. 16 / 23 as
+    the release computes it, one weight vector per head; the paper's single u is the same
+    vector for every head), the head-wide tables [e^v; e^h] shared by all heads (§4.2)."""
+    acc = attn.accumulate
+    u = acc.leaf_weight.weight[h if acc.leaf_weight.weight.shape[0] > 1 else 0]
+    w = leaves @ u
+    if acc.leaf_weight.bias is not None:
+        w = w + acc.leaf_weight.bias[h]
+    tables = (None, None)
+    if acc.vertical is not None:
+        tables = (acc.vertical.weight, acc.horizontal.weight)
+    part = slice(h * k, (h + 1) * k)
+    return literal_accumulation(v_leaves[:, part], v_nodes[:, part], lnr, w, *tables)
+
+
+def _attend(q, keys, values, allowed) -> torch.Tensor:
+    """Softmax(q . key / sqrt(k)) over the allowed keys, summed over their values."""
+    scores = torch.stack([q @ key for key in keys]) / q.shape[0] ** 0.5
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return scores.softmax(0) @ values
+
+
+def literal_self_attention(attn, leaves, nodes, lnr: LNR, subtree_mask: bool = True):
+    """Eqs. 12-20 for one tree: leaves (n, d), nodes (m, d) -> new leaves (n, d) and nodes
+    (m, d). Per head h: queries and keys are the projected [N; L]; the leaves' values are
+    L W^V_h, the nodes' the accumulation N-hat_h of the projected values; with the subtree
+    mask (§4.3) node i attends to the nodes and leaves of its subtree and a leaf to the
+    leaves. The heads are concatenated and projected by W^O."""
+    n, d = leaves.shape
+    m = nodes.shape[0]
+    H = attn.n_heads
+    k = d // H
+    joint = torch.cat([nodes, leaves])
+    Q, K = attn.query(joint), attn.key(joint)
+    v_leaves, v_nodes = attn.value(leaves), attn.value(nodes)
+    heads = []
+    for h in range(H):
+        part = slice(h * k, (h + 1) * k)
+        values = torch.cat(
+            [_head_accumulation(attn, leaves, v_leaves, v_nodes, lnr, h, k), v_leaves[:, part]]
+        )
+        rows = []
+        for i in range(m + n):
+            if not subtree_mask:
+                allowed = [True] * (m + n)
+            elif i < m:
+                sub_nodes, sub_leaves = lnr.subtree(i)
+                allowed = [t in sub_nodes for t in range(m)] + [j in sub_leaves for j in range(n)]
+            else:
+                allowed = [False] * m + [True] * n
+            rows.append(_attend(Q[i, part], K[:, part], values, torch.tensor(allowed)))
+        heads.append(torch.stack(rows))
+    out = attn.out(torch.cat(heads, dim=-1))
+    return out[m:], out[:m]
+
+
+def literal_cross_attention(attn, queries, leaves, nodes, lnr: LNR):
+    """Eqs. 21-24 for one tree: target queries (t, d) attend to every node and leaf of the
+    source tree, the nodes' values accumulated with w = L u_c -> (t, d)."""
+    n, d = leaves.shape
+    H = attn.n_heads
+    k = d // H
+    K = attn.key(torch.cat([nodes, leaves]))
+    Q = attn.query(queries)
+    v_leaves, v_nodes = attn.value(leaves), attn.value(nodes)
+    everything = torch.ones(K.shape[0], dtype=torch.bool)
+    heads = []
+    for h in range(H):
+        part = slice(h * k, (h + 1) * k)
+        values = torch.cat(
+            [_head_accumulation(attn, leaves, v_leaves, v_nodes, lnr, h, k), v_leaves[:, part]]
+        )
+        heads.append(torch.stack([_attend(q[part], K[:, part], values, everything) for q in Q]))
+    return attn.out(torch.cat(heads, dim=-1))

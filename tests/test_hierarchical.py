@@ -8,7 +8,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.hierarchical_reference import dense_accumulation, literal_accumulation
+from tests.hierarchical_reference import (
+    dense_accumulation,
+    literal_accumulation,
+    literal_cross_attention,
+    literal_self_attention,
+)
 from tests.strategies import DEEP, left_branching, right_branching, trees
 from treeattn.attention.hierarchical import (
     HierarchicalAccumulation,
@@ -87,7 +92,9 @@ def test_tree_arrays_hold_every_node_leaf_pair(tree):
 
 
 # ------------------------------------------------------------------- the accumulation
-def random_inputs(arrays_list, d, generator, embeddings=True):
+def random_inputs(arrays_list, k, generator, embeddings=True, heads=2):
+    """A padded batch, leaf and node values (B, n | m, H, k), leaf weights (B, n, H) and
+    head-wide embedding tables, float64, requiring gradients."""
     batch = collate_trees(arrays_list)
     B, n = batch.leaf_pad_mask.shape
     m = batch.node_pad_mask.shape[1]
@@ -96,33 +103,40 @@ def random_inputs(arrays_list, d, generator, embeddings=True):
     def param(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).requires_grad_()
 
-    tables = (param(D + 2, d // 2), param(n + 2, d - d // 2)) if embeddings else (None, None)
-    return batch, param(B, n, d), param(B, m, d), param(d), tables
+    tables = (param(D + 2, k // 2), param(n + 2, k - k // 2)) if embeddings else (None, None)
+    return batch, param(B, n, heads, k), param(B, m, heads, k), param(B, n, heads), tables
+
+
+def literal_heads(leaves, nodes, w, lnr, tables, b, n, m):
+    """Item b of a batch, each head through the literal equations -> (m, H, k)."""
+    return torch.stack(
+        [
+            literal_accumulation(leaves[b, :n, h], nodes[b, :m, h], lnr, w[b, :n, h], *tables)
+            for h in range(leaves.shape[2])
+        ],
+        dim=1,
+    )
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(TREES, min_size=1, max_size=3), st.booleans(), st.integers(0, 2**31))
 def test_fast_accumulation_equals_the_literal_equations(forest, embeddings, seed):
-    """Forward and backward, float64, each tree of a padded batch against Eqs. 5-10."""
+    """Forward and backward, float64, each tree and head of a padded batch against Eqs.
+    5-10, the embedding tables shared by the heads."""
     encoded = [encode_tree(t) for t in forest]
     g = torch.Generator().manual_seed(seed)
-    batch, leaves, nodes, u, tables = random_inputs([a for _, a in encoded], 6, g, embeddings)
-    fast = hierarchical_accumulation(leaves, nodes, batch, u, *tables)
+    batch, leaves, nodes, w, tables = random_inputs([a for _, a in encoded], 6, g, embeddings)
+    fast = hierarchical_accumulation(leaves, nodes, batch, w, *tables)
     probe = torch.randn(fast.shape, generator=g, dtype=torch.float64)
-    inputs = [leaves, nodes, u, *(t for t in tables if t is not None)]
+    inputs = [leaves, nodes, w, *(t for t in tables if t is not None)]
     fast_grads = torch.autograd.grad((fast * probe).sum(), inputs)
+    literal_total = 0
     for b, (lnr, arrays) in enumerate(encoded):
         n, m = arrays.n_leaves, arrays.n_nodes
-        literal = literal_accumulation(leaves[b, :n], nodes[b, :m], lnr, u, *tables)
+        literal = literal_heads(leaves, nodes, w, lnr, tables, b, n, m)
         torch.testing.assert_close(fast[b, :m], literal, atol=1e-6, rtol=0)
         assert torch.all(fast[b, m:] == 0)
-    literal_total = sum(
-        (
-            literal_accumulation(leaves[b, : a.n_leaves], nodes[b, : a.n_nodes], lnr, u, *tables)
-            * probe[b, : a.n_nodes]
-        ).sum()
-        for b, (lnr, a) in enumerate(encoded)
-    )
+        literal_total = literal_total + (literal * probe[b, :m]).sum()
     literal_grads = torch.autograd.grad(literal_total, inputs)
     for got, want in zip(fast_grads, literal_grads, strict=True):
         torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
@@ -133,11 +147,11 @@ def test_fast_accumulation_equals_the_literal_equations(forest, embeddings, seed
 def test_dense_reference_equals_the_literal_equations(forest, seed):
     encoded = [encode_tree(t) for t in forest]
     g = torch.Generator().manual_seed(seed)
-    batch, leaves, nodes, u, tables = random_inputs([a for _, a in encoded], 4, g)
-    dense = dense_accumulation(leaves, nodes, batch, u, *tables)
+    batch, leaves, nodes, w, tables = random_inputs([a for _, a in encoded], 4, g, heads=1)
+    dense = dense_accumulation(leaves[:, :, 0], nodes[:, :, 0], batch, w[..., 0], *tables)
     for b, (lnr, arrays) in enumerate(encoded):
         n, m = arrays.n_leaves, arrays.n_nodes
-        literal = literal_accumulation(leaves[b, :n], nodes[b, :m], lnr, u, *tables)
+        literal = literal_heads(leaves, nodes, w, lnr, tables, b, n, m)[:, 0]
         torch.testing.assert_close(dense[b, :m], literal, atol=1e-9, rtol=0)
 
 
@@ -145,18 +159,19 @@ def test_dense_reference_equals_the_literal_equations(forest, seed):
 def test_fast_accumulation_on_deep_chains(shape):
     lnr, arrays = encode_tree(shape(40))
     g = torch.Generator().manual_seed(0)
-    batch, leaves, nodes, u, tables = random_inputs([arrays], 4, g)
-    fast = hierarchical_accumulation(leaves, nodes, batch, u, *tables)
-    torch.testing.assert_close(fast[0], literal_accumulation(leaves[0], nodes[0], lnr, u, *tables))
+    batch, leaves, nodes, w, tables = random_inputs([arrays], 4, g)
+    fast = hierarchical_accumulation(leaves, nodes, batch, w, *tables)
+    literal = literal_heads(leaves, nodes, w, lnr, tables, 0, 40, arrays.n_nodes)
+    torch.testing.assert_close(fast[0], literal)
 
 
 def test_accumulation_gradcheck():
     trees_ = [Tree.parse("(S (NP a b) (VP c (PP d e)))"), Tree.parse("(S (X f) g)")]
     g = torch.Generator().manual_seed(1)
-    batch, leaves, nodes, u, tables = random_inputs([encode_tree(t)[1] for t in trees_], 4, g)
+    batch, leaves, nodes, w, tables = random_inputs([encode_tree(t)[1] for t in trees_], 4, g)
     assert torch.autograd.gradcheck(
         lambda *xs: hierarchical_accumulation(xs[0], xs[1], batch, xs[2], xs[3], xs[4]),
-        (leaves, nodes, u, *tables),
+        (leaves, nodes, w, *tables),
     )
 
 
@@ -250,31 +265,107 @@ def test_attention_weights_match_the_sdpa_path_and_respect_the_mask(subtree_mask
     torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
 
 
-def test_cross_attention_is_softmax_over_accumulated_nodes_and_leaves():
+OPTIONS = [
+    {},
+    {"leaf_weights": "single"},
+    {"hierarchical_embeddings": False},
+    {"subtree_mask": False},
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_self_attention_equals_the_literal_per_head_equations(options):
+    """Eqs. 12-20 head by head, float64, each tree of a padded batch alone against the
+    literal loops of tests/hierarchical_reference.py."""
     torch.manual_seed(0)
-    cross = TreeCrossAttention(8, 2, 0.0, max_depth=8, max_width=8).double()
+    subtree_mask = options.get("subtree_mask", True)
+    accumulation = {k: v for k, v in options.items() if k != "subtree_mask"}
+    attention = HierarchicalAttention(
+        12, 3, 0.0, 8, 8, subtree_mask=subtree_mask, **accumulation
+    ).double()
     _, _, batch = make_batch(SAMPLE)
     B, n = batch.leaf_pad_mask.shape
     m = batch.node_pad_mask.shape[1]
-    leaves = torch.randn(B, n, 8, dtype=torch.float64)
-    nodes = torch.randn(B, m, 8, dtype=torch.float64)
-    queries = torch.randn(B, 5, 8, dtype=torch.float64)
+    leaves = torch.randn(B, n, 12, dtype=torch.float64)
+    nodes = torch.randn(B, m, 12, dtype=torch.float64)
+    out_leaves, out_nodes = attention(leaves, nodes, batch)
+    for b, tree in enumerate(SAMPLE):
+        lnr, arrays = encode_tree(tree)
+        nb, mb = arrays.n_leaves, arrays.n_nodes
+        want_leaves, want_nodes = literal_self_attention(
+            attention, leaves[b, :nb], nodes[b, :mb], lnr, subtree_mask
+        )
+        torch.testing.assert_close(out_leaves[b, :nb], want_leaves, atol=1e-10, rtol=0)
+        torch.testing.assert_close(out_nodes[b, :mb], want_nodes, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("options", OPTIONS[:3])
+def test_cross_attention_equals_the_literal_per_head_equations(options):
+    """Eqs. 21-24 head by head, float64, each source tree of a padded batch alone."""
+    torch.manual_seed(0)
+    cross = TreeCrossAttention(12, 3, 0.0, max_depth=8, max_width=8, **options).double()
+    _, _, batch = make_batch(SAMPLE)
+    B, n = batch.leaf_pad_mask.shape
+    m = batch.node_pad_mask.shape[1]
+    leaves = torch.randn(B, n, 12, dtype=torch.float64)
+    nodes = torch.randn(B, m, 12, dtype=torch.float64)
+    queries = torch.randn(B, 5, 12, dtype=torch.float64)
     out = cross(queries, leaves, nodes, batch)
     for b, tree in enumerate(SAMPLE):
-        _, arrays = encode_tree(tree)
+        lnr, arrays = encode_tree(tree)
         nb, mb = arrays.n_leaves, arrays.n_nodes
-        one = collate_trees([arrays])
-        values = cross.value(torch.cat([nodes[b, :mb], leaves[b, :nb]]))
-        acc = cross.accumulate(values[None, mb:], values[None, :mb], one)[0]
-        values = torch.cat([acc, values[mb:]])
-        keys = cross.key(torch.cat([nodes[b, :mb], leaves[b, :nb]]))
-        q = cross.query(queries[b])
-        heads = []
-        for h in range(2):
-            part = slice(4 * h, 4 * h + 4)
-            p = (q[:, part] @ keys[:, part].T / 2.0).softmax(-1)
-            heads.append(p @ values[:, part])
-        torch.testing.assert_close(out[b], cross.out(torch.cat(heads, -1)))
+        want = literal_cross_attention(cross, queries[b], leaves[b, :nb], nodes[b, :mb], lnr)
+        torch.testing.assert_close(out[b], want, atol=1e-10, rtol=0)
+
+
+def test_tree_attention_gradcheck():
+    trees_ = [Tree.parse("(S (NP a b) (VP c (PP d e)))"), Tree.parse("(S (X f) g)")]
+    batch = collate_trees([encode_tree(t)[1] for t in trees_])
+    torch.manual_seed(2)
+    attention = HierarchicalAttention(8, 2, 0.0, 8, 8).double()
+    cross = TreeCrossAttention(8, 2, 0.0, 8, 8).double()
+    B, n = batch.leaf_pad_mask.shape
+    m = batch.node_pad_mask.shape[1]
+    leaves = torch.randn(B, n, 8, dtype=torch.float64, requires_grad=True)
+    nodes = torch.randn(B, m, 8, dtype=torch.float64, requires_grad=True)
+    queries = torch.randn(B, 3, 8, dtype=torch.float64, requires_grad=True)
+    real_leaves = ~batch.leaf_pad_mask[..., None]
+    real_nodes = ~batch.node_pad_mask[..., None]
+
+    def both(x_leaves, x_nodes, x_queries):
+        new_leaves, new_nodes = attention(x_leaves, x_nodes, batch)
+        crossed = cross(x_queries, x_leaves, x_nodes, batch)
+        return new_leaves * real_leaves, new_nodes * real_nodes, crossed
+
+    assert torch.autograd.gradcheck(both, (leaves, nodes, queries))
+
+
+def test_every_head_sees_both_hierarchical_embeddings():
+    # With zero values and w = 1, a node's accumulation is the mean of its embeddings: each
+    # head must get the vertical part and the horizontal part (§4.2), not one of them.
+    accumulate = HierarchicalAccumulation(8, 2, max_depth=8, max_width=8)
+    with torch.no_grad():
+        accumulate.leaf_weight.weight.zero_()
+        accumulate.leaf_weight.bias.fill_(1.0)
+    batch = collate_trees([encode_tree(Tree.parse("(S (NP a b) c)"))[1]])
+    leaves = torch.randn(1, 3, 8)
+    out = accumulate(leaves, torch.zeros(1, 3, 2, 4), torch.zeros(1, 2, 2, 4), batch)
+    vertical, horizontal = out[..., :2], out[..., 2:]
+    torch.testing.assert_close(vertical[:, :, 0], vertical[:, :, 1])
+    torch.testing.assert_close(horizontal[:, :, 0], horizontal[:, :, 1])
+    assert vertical.abs().min() > 0 and horizontal.abs().min() > 0
+
+
+def test_weights_saved_before_the_per_head_fix_are_refused():
+    attention = HierarchicalAttention(8, 2, 0.0, 8, 8)
+    state = attention.state_dict()
+    state.pop("accumulate.leaf_weight.weight")
+    state.pop("accumulate.leaf_weight.bias")
+    state["accumulate.leaf_weight"] = torch.zeros(8)  # the old u_s, d wide
+    with pytest.raises(ValueError, match="made per head"):
+        attention.load_state_dict(state)
+    with pytest.raises(ValueError, match="leaf_weights='both'"):
+        HierarchicalAttention(8, 2, 0.0, leaf_weights="both")
 
 
 def test_classifier_root_and_every_node_logits():
@@ -321,15 +412,15 @@ def test_leaves_that_do_not_match_the_tokens_are_an_error():
 
 
 def test_too_deep_or_too_wide_trees_are_an_error():
-    accumulate = HierarchicalAccumulation(8, max_depth=5, max_width=6)
+    accumulate = HierarchicalAccumulation(8, 2, max_depth=5, max_width=6)
     _, arrays = encode_tree(right_branching(7))
     batch = collate_trees([arrays])
-    leaves, nodes = torch.randn(1, 7, 8), torch.randn(1, 6, 8)
+    leaves, nodes = torch.randn(1, 7, 8), torch.randn(1, 6, 2, 4)
     with pytest.raises(ValueError, match="max_depth=5"):
-        accumulate(leaves, nodes, batch)
+        accumulate(leaves, leaves.view(1, 7, 2, 4), nodes, batch)
     wide = collate_trees([encode_tree(Tree("S", [f"w{i}" for i in range(7)]))[1]])
     with pytest.raises(ValueError, match="7 leaves, more than max_width=6"):
-        accumulate(torch.randn(1, 7, 8), torch.randn(1, 1, 8), wide)
+        accumulate(leaves, leaves.view(1, 7, 2, 4), torch.randn(1, 1, 2, 4), wide)
 
 
 def test_an_empty_tree_is_an_error():

@@ -4,9 +4,11 @@ leaves and non-terminal nodes of constituency trees.
 The paper builds S = F(L, N, R), an (m+1) x n x d tensor holding every node's value in the
 columns of its leaves (Eq. 5), averages each column upward (U, Eq. 6), adds hierarchical
 embeddings (E, Eq. 9) and sums each node's row over its leaves with weights w = L u_s
-(V, Eq. 7). Only the (node, descendant-leaf) pairs of S are ever non-zero, and they are the
-entries of each leaf's root-ward path (``TreeTensors.paths``). So this module works on the
-paths alone, (B, n, D, d) with D the depth of the deepest leaf: a gather of node values
+(V, Eq. 7), head by head: w comes from the layer's un-projected leaves L, the values are
+projected, and every head gets the same head-wide [e^v; e^h]. Only the (node,
+descendant-leaf) pairs of S are ever non-zero, and they are the entries of each leaf's
+root-ward path (``TreeTensors.paths``). So this module works on the paths alone,
+(B, n, D, H, k) with D the depth of the deepest leaf: a gather of node values
 along the paths, a cumulative sum up each path (the upward average), and an ``index_add``
 of the weighted averages into their nodes. That is O(n log n) memory for balanced trees
 instead of O(n^2).
@@ -23,45 +25,45 @@ from treeattn.data.tree_tensors import TreeTensors
 
 
 def hierarchical_accumulation(
-    leaves: torch.Tensor,
-    nodes: torch.Tensor,
+    leaf_values: torch.Tensor,
+    node_values: torch.Tensor,
     trees: TreeTensors,
-    leaf_weight: torch.Tensor,
+    leaf_weights: torch.Tensor,
     vertical: torch.Tensor | None = None,
     horizontal: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Accumulated node values N-hat (B, m, d) from leaves (B, n, d) and nodes (B, m, d).
+    """Accumulated node values N-hat (B, m, H, k), head by head, from leaf values
+    (B, n, H, k), node values (B, m, H, k) and the leaves' weights w (B, n, H).
 
-    ``leaf_weight`` is u_s (d,), so that w = L u_s; ``vertical`` (>= D, d_v) and
-    ``horizontal`` (>= n, d - d_v) are the hierarchical embedding tables, indexed by
-    |V_j^i| - 1 and |H_j^i| - 1; without them there are no hierarchical embeddings.
-    Padded nodes come out as zeros.
+    ``vertical`` (>= D, k_v) and ``horizontal`` (>= n, k - k_v) are the hierarchical
+    embedding tables, indexed by |V_j^i| - 1 and |H_j^i| - 1 and added to every head alike;
+    without them there are no hierarchical embeddings. Padded nodes come out as zeros.
     """
-    B, n, d = leaves.shape
-    m = nodes.shape[1]
+    B, n, H, k = leaf_values.shape
+    m = node_values.shape[1]
     paths = trees.paths
     D = paths.shape[2]
     # Past a leaf's root, ``paths`` is padding (-1): those entries gather node 0 and are
     # never masked, because padding only follows a path's real entries (a cumulative sum
     # at a real entry never reaches it) and its contributions go to a spare row.
-    flat = paths.clamp(min=0).reshape(B, n * D, 1).expand(B, n * D, d)
-    path_values = nodes.gather(1, flat).view(B, n, D, d)
+    flat = paths.clamp(min=0).reshape(B, n * D, 1).expand(B, n * D, H * k)
+    path_values = node_values.reshape(B, m, H * k).gather(1, flat).view(B, n, D, H, k)
     if vertical is not None and horizontal is not None:
-        # |V_j^i| - 1 is the step k along the path; |H_j^i| - 1 comes with the batch.
+        # |V_j^i| - 1 is the step along the path; |H_j^i| - 1 comes with the batch.
         v = vertical[:D].expand(B, n, D, vertical.shape[1])
         h = horizontal[trees.horizontal.clamp(min=0)]
-        path_values = path_values + torch.cat([v, h], dim=-1)
-    # Eq. 6: the mean of the leaf and the k + 1 nodes from its parent up to step k.
-    counts = torch.arange(2, D + 2, device=leaves.device, dtype=leaves.dtype).view(1, 1, D, 1)
-    upward = (leaves.unsqueeze(2) + path_values.cumsum(dim=2)) / counts
+        path_values = path_values + torch.cat([v, h], dim=-1).unsqueeze(3)
+    # Eq. 6: the mean of the leaf and the s + 1 nodes from its parent up to step s.
+    counts = torch.arange(2, D + 2, device=paths.device, dtype=leaf_values.dtype)
+    upward = (leaf_values.unsqueeze(2) + path_values.cumsum(dim=2)) / counts.view(1, 1, D, 1, 1)
     # Eq. 7: each node sums w_j * upward over its leaves, divided by its number of leaves.
-    w = (leaves @ leaf_weight).view(B, n, 1, 1)
-    contributions = upward * w
+    contributions = upward * leaf_weights.view(B, n, 1, H, 1)
     offsets = torch.arange(B, device=paths.device).view(B, 1, 1) * m
     target = torch.where(paths >= 0, paths + offsets, B * m)  # padding goes to a spare row
-    total = contributions.new_zeros(B * m + 1, d)
-    total = total.index_add(0, target.reshape(-1), contributions.reshape(-1, d))
-    return total[: B * m].view(B, m, d) / trees.leaf_count.unsqueeze(-1).to(leaves.dtype)
+    total = contributions.new_zeros(B * m + 1, H * k)
+    total = total.index_add(0, target.reshape(-1), contributions.reshape(-1, H * k))
+    count = trees.leaf_count.to(leaf_values.dtype).view(B, m, 1, 1)
+    return total[: B * m].view(B, m, H, k) / count
 
 
 def tree_attention_allowed(trees: TreeTensors, subtree_mask: bool) -> torch.Tensor:
@@ -97,35 +99,80 @@ def tree_attention_allowed(trees: TreeTensors, subtree_mask: bool) -> torch.Tens
 
 
 DEFAULT_MAX_DEPTH = 64  # rows of the vertical embedding table
+LEAF_WEIGHTS = ("per_head", "single")
 
 
 class HierarchicalAccumulation(nn.Module):
-    """The learned parts of Eqs. 7-9: u_s and the vertical and horizontal embedding tables
-    (d/2 each, shared by all heads)."""
+    """The learned parts of Eqs. 7-9: the leaf weights w and the hierarchical embedding
+    tables, for ``n_heads`` heads of width k = d / H.
+
+    ``leaf_weights="per_head"`` (the default) is the authors' release, which produced the
+    paper's figures: w = L U + b, one weight per leaf and head from the un-projected leaves L
+    (a d -> H linear map). ``"single"`` is the paper's text (Eqs. 16 and 23): w = L u, one
+    vector u, the same weights for every head. The vertical and horizontal tables are k/2
+    wide and shared by all heads, so every head sees [e^v; e^h] (§4.2, as in the release).
+    """
 
     def __init__(
-        self, d_model: int, max_depth: int, max_width: int, hierarchical_embeddings: bool = True
+        self,
+        d_model: int,
+        n_heads: int,
+        max_depth: int,
+        max_width: int,
+        hierarchical_embeddings: bool = True,
+        leaf_weights: str = "per_head",
     ) -> None:
         super().__init__()
-        self.max_depth, self.max_width = max_depth, max_width
-        self.leaf_weight = nn.Parameter(torch.randn(d_model) * d_model**-0.5)
+        if leaf_weights not in LEAF_WEIGHTS:
+            raise ValueError(f"leaf_weights={leaf_weights!r}: choose one of {LEAF_WEIGHTS}")
+        self.n_heads, self.max_depth, self.max_width = n_heads, max_depth, max_width
+        per_head = leaf_weights == "per_head"  # Eq. 16's single u has no bias
+        self.leaf_weight = nn.Linear(d_model, n_heads if per_head else 1, bias=per_head)
+        nn.init.normal_(self.leaf_weight.weight, std=d_model**-0.5)
+        if per_head:
+            nn.init.zeros_(self.leaf_weight.bias)
+        k = d_model // n_heads
         if hierarchical_embeddings:
-            self.vertical = nn.Embedding(max_depth, d_model // 2)
-            self.horizontal = nn.Embedding(max_width, d_model - d_model // 2)
+            self.vertical = nn.Embedding(max_depth, k // 2)
+            self.horizontal = nn.Embedding(max_width, k - k // 2)
             for table in (self.vertical, self.horizontal):
-                nn.init.normal_(table.weight, std=d_model**-0.5)
+                nn.init.normal_(table.weight, std=k**-0.5)
         else:
             self.vertical = self.horizontal = None
+        self.register_load_state_dict_pre_hook(refuse_shared_width_checkpoints)
 
-    def forward(self, leaves: torch.Tensor, nodes: torch.Tensor, trees: TreeTensors):
+    def forward(
+        self,
+        leaves: torch.Tensor,
+        leaf_values: torch.Tensor,
+        node_values: torch.Tensor,
+        trees: TreeTensors,
+    ) -> torch.Tensor:
+        """N-hat (B, m, H, k) from the layer's leaves (B, n, d), which give the weights, and
+        the values of leaves (B, n, H, k) and nodes (B, m, H, k)."""
         if self.vertical is not None:
             check_tree_size(trees, self.max_depth, self.max_width)
+        B, n, H, _ = leaf_values.shape
+        w = self.leaf_weight(leaves).expand(B, n, H)
         tables = (
             (None, None)
             if self.vertical is None
             else (self.vertical.weight, self.horizontal.weight)
         )
-        return hierarchical_accumulation(leaves, nodes, trees, self.leaf_weight, *tables)
+        return hierarchical_accumulation(leaf_values, node_values, trees, w, *tables)
+
+
+def refuse_shared_width_checkpoints(module, state: dict, prefix: str, *args) -> None:
+    """Weights saved before the accumulation became per head (w from the projected values,
+    d/2-wide embedding tables split across the heads) describe another model: say so,
+    rather than fail on a shape."""
+    if prefix + "leaf_weight" in state:
+        raise ValueError(
+            "this checkpoint holds a hierarchical model saved before its accumulation was "
+            "made per head (leaf weights from the projected values, hierarchical embeddings "
+            "split across the heads); it describes another model and cannot be loaded: "
+            "train it again"
+        )
 
 
 def check_tree_size(trees: TreeTensors, max_depth: int, max_width: int) -> None:
@@ -155,6 +202,7 @@ class _TreeAttention(nn.Module):
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_width: int = 512,
         hierarchical_embeddings: bool = True,
+        leaf_weights: str = "per_head",
     ) -> None:
         super().__init__()
         if d_model % n_heads:
@@ -166,18 +214,30 @@ class _TreeAttention(nn.Module):
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
         self.accumulate = HierarchicalAccumulation(
-            d_model, max_depth, max_width, hierarchical_embeddings
+            d_model, n_heads, max_depth, max_width, hierarchical_embeddings, leaf_weights
         )
+
+    def tree_values(
+        self, leaves: torch.Tensor, nodes: torch.Tensor, trees: TreeTensors
+    ) -> torch.Tensor:
+        """Values (B, H, m + n, k) over [nodes; leaves]: the leaves' projections and, for
+        the nodes, the accumulation of the projected values, head by head, weighted from
+        the un-projected leaves."""
+        (B, n, d), m, H = leaves.shape, nodes.shape[1], self.n_heads
+        leaf_values = self.value(leaves).view(B, n, H, d // H)
+        node_values = self.value(nodes).view(B, m, H, d // H)
+        accumulated = self.accumulate(leaves, leaf_values, node_values, trees)
+        return torch.cat([accumulated, leaf_values], dim=1).transpose(1, 2)
 
 
 class HierarchicalAttention(_TreeAttention):
     """Encoder self-attention of leaves and nodes (Eqs. 12-20), multi-head.
 
     Queries and keys are the projected nodes and leaves; the values of the leaves are their
-    projections, those of the nodes the hierarchical accumulation of the projected values.
-    ``forward`` returns the new leaves (B, n, d) and nodes (B, m, d), and with
-    ``return_weights`` also the attention probabilities (B, H, m + n, m + n) over
-    [nodes; leaves].
+    projections, those of the nodes the hierarchical accumulation of the projected values
+    (``HierarchicalAccumulation`` says how it is weighted). ``forward`` returns the new
+    leaves (B, n, d) and nodes (B, m, d), and with ``return_weights`` also the attention
+    probabilities (B, H, m + n, m + n) over [nodes; leaves].
     """
 
     def __init__(
@@ -189,8 +249,11 @@ class HierarchicalAttention(_TreeAttention):
         max_width: int = 512,
         hierarchical_embeddings: bool = True,
         subtree_mask: bool = True,
+        leaf_weights: str = "per_head",
     ) -> None:
-        super().__init__(d_model, n_heads, dropout, max_depth, max_width, hierarchical_embeddings)
+        super().__init__(
+            d_model, n_heads, dropout, max_depth, max_width, hierarchical_embeddings, leaf_weights
+        )
         self.subtree_mask = subtree_mask
 
     def forward(
@@ -205,12 +268,8 @@ class HierarchicalAttention(_TreeAttention):
         caller has it already (an encoder builds it once for all its layers)."""
         m = nodes.shape[1]
         joint = torch.cat([nodes, leaves], dim=1)
-        values = self.value(joint)
-        accumulated = self.accumulate(values[:, m:], values[:, :m], trees)
-        values = torch.cat([accumulated, values[:, m:]], dim=1)
-        q, k, v = (
-            split_heads(t, self.n_heads) for t in (self.query(joint), self.key(joint), values)
-        )
+        q, k = (split_heads(t, self.n_heads) for t in (self.query(joint), self.key(joint)))
+        v = self.tree_values(leaves, nodes, trees)
         if allowed is None:
             allowed = tree_attention_allowed(trees, self.subtree_mask)
         allowed = allowed.unsqueeze(1)
@@ -241,16 +300,16 @@ class HierarchicalAttention(_TreeAttention):
 
 class TreeCrossAttention(_TreeAttention):
     """Decoder-to-tree attention (Eqs. 21-24): target queries (B, t, d) attend to the
-    source tree's nodes and leaves, node values accumulated as in the encoder, no subtree
-    mask. Padded queries need no mask: their outputs are to be ignored."""
+    source tree's nodes and leaves, node values accumulated as in the encoder (weights w =
+    L u_c from the encoder's leaves), no subtree mask. Padded queries need no mask: their
+    outputs are to be ignored."""
 
     def forward(
         self, queries: torch.Tensor, leaves: torch.Tensor, nodes: torch.Tensor, trees: TreeTensors
     ) -> torch.Tensor:
-        leaf_values, node_values = self.value(leaves), self.value(nodes)
-        values = torch.cat([self.accumulate(leaf_values, node_values, trees), leaf_values], 1)
         keys = self.key(torch.cat([nodes, leaves], dim=1))
-        q, k, v = (split_heads(t, self.n_heads) for t in (self.query(queries), keys, values))
+        q, k = (split_heads(t, self.n_heads) for t in (self.query(queries), keys))
+        v = self.tree_values(leaves, nodes, trees)
         key_pad = torch.cat([trees.node_pad_mask, trees.leaf_pad_mask], dim=1)
         allowed = ~key_pad[:, None, None, :]
         p = self.dropout if self.training else 0.0

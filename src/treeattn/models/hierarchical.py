@@ -58,7 +58,8 @@ class HierarchicalEncoder(nn.Module):
     targets). Options: ``max_depth`` sizes the vertical embedding table, ``max_length``
     the horizontal one (a node spans at most ``max_length`` words);
     ``hierarchical_embeddings`` and ``subtree_mask`` switch those parts off for the
-    ablations of Table 3.
+    ablations of Table 3; ``leaf_weights`` is ``per_head`` (the authors' release) or
+    ``single`` (the paper's one vector u_s), see ``HierarchicalAccumulation``.
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class HierarchicalEncoder(nn.Module):
         max_depth: int = DEFAULT_MAX_DEPTH,
         hierarchical_embeddings: bool = True,
         subtree_mask: bool = True,
+        leaf_weights: str = "per_head",
     ) -> None:
         super().__init__()
         self.d_model = d_model
@@ -92,6 +94,7 @@ class HierarchicalEncoder(nn.Module):
             max_width=max_length,
             hierarchical_embeddings=hierarchical_embeddings,
             subtree_mask=subtree_mask,
+            leaf_weights=leaf_weights,
         )
         self.layers = nn.ModuleList(
             HierarchicalLayer(d_model, n_heads, d_ff, dropout, **options) for _ in range(n_layers)
