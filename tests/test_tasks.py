@@ -169,6 +169,10 @@ def test_the_schedule_and_label_smoothing_reach_a_training_run(tmp_path):
     lrs = {r["step"]: r["lr"] for r in _records(run) if "lr" in r}
     assert lrs[2] == pytest.approx(1e-4 + 2 * (0.01 - 1e-4) / 4)
     assert lrs[9] == pytest.approx(0.01 * math.sqrt(4 / 9))
+    adam = tmp_path / "adam"
+    train(tiny_config(adam, "train.beta2=0.98", "train.weight_decay=0"), stop_after_steps=2)
+    group = load_checkpoint(adam / "last.pt")["optimizer"]["param_groups"][0]
+    assert tuple(group["betas"]) == (0.9, 0.98) and group["weight_decay"] == 0
 
     task = make_task(tiny_config(run, "train.label_smoothing=0.1"))
     task.fit(task.read("train")[0])

@@ -26,7 +26,9 @@ class TrainConfig:
     max_tokens: int = 2048  # padded tokens per training batch
     eval_max_tokens: int = 8192
     lr: float = 2e-3
-    weight_decay: float = 0.01
+    weight_decay: float = 0.01  # AdamW's decoupled decay; 0 gives Adam
+    beta1: float = 0.9  # Adam's moment decay rates
+    beta2: float = 0.999
     # linear: warm-up, then linear decay to lr * min_lr_ratio at the last update.
     # inverse_sqrt: warm-up, then lr * sqrt(warmup_steps / update) (fairseq's).
     schedule: str = "linear"
@@ -88,6 +90,8 @@ class Config:
             "train.lr": (t.lr, 0, float("inf")),
             "train.label_smoothing": (t.label_smoothing, 0, 1),
             "train.warmup_init_lr": (t.warmup_init_lr, 0, t.lr + 1e-12),
+            "train.beta1": (t.beta1, 0, 1),
+            "train.beta2": (t.beta2, 0, 1),
         }
         for key, (value, low, high) in ranges.items():
             if not low <= value < high:

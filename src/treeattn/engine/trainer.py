@@ -223,7 +223,10 @@ class Trainer:
         self.train_set = self.data[task.train_split]
         self.model = task.build_model().to(replica.device)
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay
+            self.model.parameters(),
+            lr=cfg.train.lr,
+            betas=(cfg.train.beta1, cfg.train.beta2),
+            weight_decay=cfg.train.weight_decay,
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, schedule_factor(cfg.train, self._total_updates())
