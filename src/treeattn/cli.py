@@ -254,8 +254,10 @@ def _label_heads(args: argparse.Namespace) -> int:
     rows = [f"{span.label}: {' '.join(span.words)}"[:40] for span in spans]
     heads = [str(h) for h in range(1, len(spans[0].contributions) + 1)]
     matrix = [span.contributions for span in spans]
+    title = f"label attention heads: {args.sentence}"
+    title = title if len(title) <= 90 else title[:89] + "…"
     path = plot_attention(
-        matrix, rows, heads, args.out, title=f"label attention heads: {args.sentence}"[:80]
+        matrix, rows, heads, args.out, title, axes=("label attention head", "constituent")
     )
     print(f"\nwritten to {path}")
     return 0

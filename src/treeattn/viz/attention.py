@@ -31,8 +31,10 @@ def plot_attention(
     column_labels: Sequence[str],
     path: str | Path,
     title: str | None = None,
+    axes: tuple[str, str] = ("key", "query"),
 ) -> Path:
-    """Heat map of one attention matrix (rows, columns): queries down, keys across.
+    """Heat map of one attention matrix (rows, columns): queries down, keys across, or
+    whatever ``axes`` (across, down) name.
 
     Saved as PNG, or SVG when the suffix of ``path`` is ``.svg``; returns the path.
     """
@@ -53,8 +55,8 @@ def plot_attention(
     image = ax.imshow(matrix, cmap="viridis", vmin=0.0, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(columns), labels=list(column_labels), rotation=90, fontsize=8)
     ax.set_yticks(range(rows), labels=list(row_labels), fontsize=8)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set_xlabel(axes[0])
+    ax.set_ylabel(axes[1])
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
     if title:
         ax.set_title(title)
