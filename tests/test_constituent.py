@@ -30,10 +30,10 @@ from treeattn.attention.constituent import (
 from treeattn.data.ptb import load_ptb_sample
 from treeattn.metrics.unsupervised import REMOVED_TAGS
 from treeattn.models.encoder import TransformerEncoder
-from treeattn.trees import Tree
-from treeattn.trees.transforms import remove_punctuation
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.tasks.mlm import IGNORE, Masking, mask_tokens
+from treeattn.trees import Tree
+from treeattn.trees.transforms import remove_punctuation
 
 DTYPE = torch.float64
 

@@ -60,9 +60,7 @@ def test_the_character_rule_agrees_with_the_ptb_tags(shared_data):
 def test_each_source_says_what_is_punctuation(shared_data):
     ewt = load_ud("dev", root=shared_data)
     shown = text_corpora("dev", shared_data, ["ewt"], RELEASE_TEXT)
-    kept = [
-        [w for w, tag in zip(t.words, t.upos, strict=True) if tag != "PUNCT"] for t in ewt
-    ]
+    kept = [[w for w, tag in zip(t.words, t.upos, strict=True) if tag != "PUNCT"] for t in ewt]
     assert sum(map(len, shown)) == sum(map(len, kept)) < sum(len(t.words) for t in ewt)
     sentences = text_corpora("test", shared_data, ["ptb", "sst"], RELEASE_TEXT)
     assert len(sentences) == 413 + 2210
