@@ -200,9 +200,9 @@ def test_a_fresh_pass_starts_from_no_links():
 # ------------------------------------------------------------------- Algorithm 1
 
 
-def test_algorithm_1_descends_while_the_weakest_link_is_strong():
+def test_the_binary_variant_descends_while_the_weakest_link_is_strong():
     links = np.array([[0.1, 0.2, 0.9, 0.3], [0.5, 0.95, 0.85, 0.6], [0.9, 0.99, 0.9, 0.7]])
-    spans = induce_spans(links, threshold=0.8, min_layer=0)
+    spans = induce_spans(links, threshold=0.8, min_layer=0, variant="binary")
     # Layer 2 splits off "e" (0.7); inside a..d every link there is above 0.8, so layer 1
     # splits off "a" (0.5); inside b..d layer 1 is above 0.8 again: layer 0 splits at 0.2.
     assert spans == {(0, 5), (0, 4), (1, 4), (2, 4)}
@@ -210,17 +210,20 @@ def test_algorithm_1_descends_while_the_weakest_link_is_strong():
         "(X (X (X a) (X (X b) (X (X c) (X d)))) (X e))"
     )
     # With min_layer 1, b..d splits at layer 1's weakest link there (0.85, before "d").
-    assert induce_spans(links, 0.8, min_layer=1) == {(0, 5), (0, 4), (1, 4), (1, 3)}
+    assert induce_spans(links, 0.8, 1, "binary") == {(0, 5), (0, 4), (1, 4), (1, 3)}
     with pytest.raises(ValueError, match="min_layer"):
         induce_spans(links, 0.8, min_layer=3)
+    # Algorithm 1 as written: halves one layer down. "e" splits off at layer 2, a..d
+    # starts at layer 1, where "a" splits off; b..d starts at layer 0, split at 0.2.
+    assert induce_spans(links, 0.8, 0) == {(0, 5), (0, 4), (1, 4), (2, 4)}
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 30), st.integers(1, 4), st.integers(0, 10_000))
-def test_algorithm_1_gives_a_binary_tree(n: int, n_layers: int, seed: int):
+def test_the_binary_variant_gives_a_binary_tree(n: int, n_layers: int, seed: int):
     rng = np.random.default_rng(seed)
     links = np.sort(rng.random((n_layers, n - 1)), axis=0)  # links grow with depth
-    spans = induce_spans(links, 0.8, 0)
+    spans = induce_spans(links, 0.8, 0, "binary")
     assert len(spans) == max(0, n - 1)  # a binary tree over n words has n - 1 phrases
     if n >= 2:
         assert (0, n) in spans

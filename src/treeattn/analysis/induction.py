@@ -127,7 +127,7 @@ def induce_spans(
     links: np.ndarray,
     threshold: float = THRESHOLD,
     min_layer: int | None = None,
-    variant: str = "binary",
+    variant: str = "paper",
 ) -> set[Span]:
     """The spans ``(start, end)`` of the tree one variant reads from one sentence's links
     (L, n-1): every phrase of two or more words, the whole sentence included.
@@ -238,7 +238,7 @@ def induce_links(
 def trees_from_links(
     sentences: Sequence[Sequence[str]],
     links: Sequence[np.ndarray],
-    variant: str = "binary",
+    variant: str = "paper",
     threshold: float = THRESHOLD,
     min_layer: int | None = None,
 ) -> list[Tree]:
@@ -255,7 +255,7 @@ def induce_trees(
     threshold: float = THRESHOLD,
     min_layer: int | None = None,
     where: str = "text",
-    variant: str = "binary",
+    variant: str = "paper",
     options: TextOptions | None = None,
 ) -> list[Tree]:
     """One induced tree per sentence, over its words as given (``induce_links``)."""
