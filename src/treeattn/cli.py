@@ -7,6 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the commands import torch only when they run
+    from treeattn.data.text import TextOptions
+    from treeattn.tasks.trained import Trained
+    from treeattn.trees import Tree
 
 DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.
@@ -533,7 +539,7 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_induce)
 
 
-def _induce_options(args: argparse.Namespace, saved: object) -> object:
+def _induce_options(args: argparse.Namespace, saved: Trained) -> TextOptions:
     """The model's text options, with the flags given on the command line."""
     from dataclasses import replace
 
@@ -605,7 +611,7 @@ def _induce(args: argparse.Namespace) -> int:
 
 
 def _print_induction_scores(
-    gold: list, by_variant: dict[str, list], where: str, max_words: int
+    gold: list[Tree], by_variant: dict[str, list[Tree]], where: str, max_words: int
 ) -> None:
     """F1 of each variant's trees and the baselines, with recall by phrase type, on every
     sentence and on the short ones."""
