@@ -1,5 +1,6 @@
 """Constituent attention (Tree Transformer) against a literal loop over the paper's
-equations; its prior, padding, gradients; Algorithm 1; masked-LM masking."""
+equations; its prior, padding, gradients; the induction variants (the paper's Algorithm 1,
+the release's rule, the binary one) and gold-derived links; masked-LM masking."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from treeattn.analysis.induction import induce_spans, spans_to_tree
+from treeattn.analysis.induction import (
+    VARIANTS,
+    gold_links,
+    induce_spans,
+    score_induction,
+    spans_to_tree,
+)
 from treeattn.attention.constituent import (
     LINKS,
     ConstituentAttention,
@@ -20,9 +27,13 @@ from treeattn.attention.constituent import (
     hierarchical_links,
     neighbour_links,
 )
+from treeattn.data.ptb import load_ptb_sample
+from treeattn.metrics.unsupervised import REMOVED_TAGS
 from treeattn.models.encoder import TransformerEncoder
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.tasks.mlm import IGNORE, Masking, mask_tokens
+from treeattn.trees import Tree
+from treeattn.trees.transforms import remove_punctuation
 
 DTYPE = torch.float64
 
@@ -120,6 +131,23 @@ def test_prior_matches_the_product_and_is_exact_at_links_0_and_1():
     assert_close(leaf.grad[2], expected)
 
 
+def test_the_prior_diagonal_option_sets_only_the_diagonal():
+    torch.manual_seed(6)
+    links = torch.rand(2, 5, dtype=DTYPE)
+    eye = torch.eye(6, dtype=torch.bool)
+    released = constituent_prior(links, diagonal=3.2e-5)
+    assert_close(released[:, ~eye], constituent_prior(links)[:, ~eye])
+    assert_close(released[:, eye], torch.full((2, 6), 3.2e-5, dtype=DTYPE))
+    layer = ConstituentAttention(16, 2, prior_diagonal=0.0).double()
+    x = torch.randn(1, 3, 16, dtype=DTYPE)
+    probs = []
+    layer.dropout.register_forward_hook(lambda m, i, o: probs.append(o))
+    layer(x, torch.zeros(1, 3, dtype=torch.bool))
+    assert (probs[0][0, :, eye[:3, :3]] == 0).all()  # no word attends to itself
+    with pytest.raises(ValueError, match="prior_diagonal must lie in"):
+        ConstituentAttention(16, 2, prior_diagonal=1.5)
+
+
 def test_prior_keeps_its_precision_on_long_sentences():
     links = torch.full((1, 799), 0.999, dtype=torch.float32)
     prior = constituent_prior(links)
@@ -172,9 +200,9 @@ def test_a_fresh_pass_starts_from_no_links():
 # ------------------------------------------------------------------- Algorithm 1
 
 
-def test_algorithm_1_descends_while_the_weakest_link_is_strong():
+def test_the_binary_variant_descends_while_the_weakest_link_is_strong():
     links = np.array([[0.1, 0.2, 0.9, 0.3], [0.5, 0.95, 0.85, 0.6], [0.9, 0.99, 0.9, 0.7]])
-    spans = induce_spans(links, threshold=0.8, min_layer=0)
+    spans = induce_spans(links, threshold=0.8, min_layer=0, variant="binary")
     # Layer 2 splits off "e" (0.7); inside a..d every link there is above 0.8, so layer 1
     # splits off "a" (0.5); inside b..d layer 1 is above 0.8 again: layer 0 splits at 0.2.
     assert spans == {(0, 5), (0, 4), (1, 4), (2, 4)}
@@ -182,23 +210,103 @@ def test_algorithm_1_descends_while_the_weakest_link_is_strong():
         "(X (X (X a) (X (X b) (X (X c) (X d)))) (X e))"
     )
     # With min_layer 1, b..d splits at layer 1's weakest link there (0.85, before "d").
-    assert induce_spans(links, 0.8, min_layer=1) == {(0, 5), (0, 4), (1, 4), (1, 3)}
+    assert induce_spans(links, 0.8, 1, "binary") == {(0, 5), (0, 4), (1, 4), (1, 3)}
     with pytest.raises(ValueError, match="min_layer"):
         induce_spans(links, 0.8, min_layer=3)
+    # Algorithm 1 as written: halves one layer down. "e" splits off at layer 2, a..d
+    # starts at layer 1, where "a" splits off; b..d starts at layer 0, split at 0.2.
+    assert induce_spans(links, 0.8, 0) == {(0, 5), (0, 4), (1, 4), (2, 4)}
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 30), st.integers(1, 4), st.integers(0, 10_000))
-def test_algorithm_1_gives_a_binary_tree(n: int, n_layers: int, seed: int):
+def test_the_binary_variant_gives_a_binary_tree(n: int, n_layers: int, seed: int):
     rng = np.random.default_rng(seed)
     links = np.sort(rng.random((n_layers, n - 1)), axis=0)  # links grow with depth
-    spans = induce_spans(links, 0.8, 0)
+    spans = induce_spans(links, 0.8, 0, "binary")
     assert len(spans) == max(0, n - 1)  # a binary tree over n words has n - 1 phrases
     if n >= 2:
         assert (0, n) in spans
     for a, b in spans:  # nested or disjoint
         for c, d in spans:
             assert b <= c or d <= a or (a <= c and d <= b) or (c <= a and b <= d)
+
+
+# Links (3 layers, 6 words) growing with depth, on which the three variants part ways.
+# The top layer splits a b c | d e f (0.2). Below it:
+# - binary: both halves stay on the top layer: a | b c (0.75) and d | e f (0.5);
+# - paper: both go one layer down: a b | c (0.3) and d e | f (0.3);
+# - release (minimum layer 0): a b c's links at the top (0.75, 0.78) are all above 0.7, so
+#   it goes down (a b | c); d e f's are not (0.5), so it stays (d | e f).
+PARTING_LINKS = np.array(
+    [
+        [0.1, 0.2, 0.05, 0.4, 0.1],
+        [0.6, 0.3, 0.1, 0.45, 0.3],
+        [0.75, 0.78, 0.2, 0.5, 0.7],
+    ]
+)
+
+
+def test_the_variants_part_where_the_halves_start():
+    top = {(0, 6), (0, 3), (3, 6)}
+    assert induce_spans(PARTING_LINKS, 0.8, 0, "binary") == top | {(1, 3), (4, 6)}
+    assert induce_spans(PARTING_LINKS, 0.8, 0, "paper") == top | {(0, 2), (3, 5)}
+    assert induce_spans(PARTING_LINKS, 0.8, 0, "release") == top | {(0, 2), (4, 6)}
+    # The release's own minimum layer, 2, keeps every half on the top layer here.
+    assert induce_spans(PARTING_LINKS, 0.8, None, "release") == top | {(1, 3), (4, 6)}
+    with pytest.raises(ValueError, match="unknown induction variant 'tree'"):
+        induce_spans(PARTING_LINKS, 0.8, 0, "tree")
+
+
+def test_the_command_line_names_every_variant():
+    from treeattn.cli import VARIANT_NAMES
+
+    assert VARIANT_NAMES == VARIANTS
+
+
+def test_a_span_strong_at_the_lowest_layer_stays_flat_but_in_binary():
+    links = np.array([[0.9, 0.85], [0.95, 0.9]])  # every link above 0.8, at both layers
+    assert induce_spans(links, 0.8, 0, "paper") == {(0, 3)}
+    assert induce_spans(links, 0.8, 0, "release") == {(0, 3)}
+    assert induce_spans(links, 0.8, 0, "binary") == {(0, 3), (0, 2)}  # splits at 0.85
+    flat = spans_to_tree("a b c".split(), {(0, 3)})
+    assert flat.to_brackets() == "(X (X a) (X b) (X c))"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 25), st.integers(3, 5), st.integers(0, 10_000))
+def test_mirrored_links_give_the_mirrored_tree(n: int, n_layers: int, seed: int):
+    rng = np.random.default_rng(seed)
+    links = np.sort(rng.random((n_layers, n - 1)), axis=0)
+    for variant in VARIANTS:
+        spans = induce_spans(links, 0.8, None, variant)
+        mirrored = induce_spans(links[:, ::-1], 0.8, None, variant)
+        assert mirrored == {(n - end, n - start) for start, end in spans}
+
+
+def test_gold_links_are_the_binarized_tree():
+    tree = Tree.parse("(S (NP (DT the) (JJ old) (NN man)) (VP (VBD saw) (NP (PRP it))))")
+    links = gold_links(tree, n_layers=2)
+    # Right-binarized: (S (NP the (@NP old man)) (VP saw (NP it))); the gaps' lowest
+    # common ancestors NP, @NP, S, VP have heights 2 1 3 2 (a unary NP over "it" counts).
+    assert_close(links, np.tile(1 / np.array([3.0, 2.0, 4.0, 3.0]), (2, 1)))
+    for variant in VARIANTS:
+        assert induce_spans(links, 0.8, 0, variant) == {(0, 5), (0, 3), (1, 3), (3, 5)}
+
+
+def test_gold_links_give_84_f1_on_the_ptb_test_split(shared_data):
+    """The regression check of the induction apart from any model: links derived from the
+    gold trees (without punctuation) read back as the binarized gold trees."""
+    gold = [entry.tree for entry in load_ptb_sample("test", root=shared_data, clean=True)]
+    for variant in VARIANTS:
+        trees = []
+        for tree in gold:
+            bare = remove_punctuation(tree, REMOVED_TAGS)
+            spans = induce_spans(gold_links(bare, 4), 0.8, None, variant)
+            trees.append(spans_to_tree(bare.leaves(), spans | {(0, len(bare))}))
+        f1 = score_induction(gold, trees)["f1"]
+        assert f1["model"].sentence_f1 >= 84 and f1["model"].corpus_f1 >= 84
+        assert f1["random"].sentence_f1 < 20  # the scorer is no pushover
 
 
 # ------------------------------------------------------------------- masking

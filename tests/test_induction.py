@@ -11,11 +11,16 @@ from tests.helpers import train
 from treeattn.cli import main
 from treeattn.data.paths import data_dir
 from treeattn.tasks import load_config
+from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
 
-TINY_TEXT = [
+TINY_TEXT = [  # the text as the release shows it, and checkpoints kept for a curve
     "data.name=text",
+    "data.corpora=[ptb]",
     "data.lowercase=true",
+    "data.drop_punctuation=true",
+    "data.normalize_numbers=true",
+    "data.start_token=true",
     "data.min_count=3",
     "model.attention=constituent",
     "model.d_model=16",
@@ -25,6 +30,7 @@ TINY_TEXT = [
     "train.epochs=1",
     "train.max_tokens=16384",
     "train.eval_max_tokens=32768",
+    "train.keep_every=2",
     "train.progress=false",
 ]
 
@@ -58,19 +64,30 @@ def test_induce_writes_one_tree_per_line(tree_transformer, tmp_path, capsys):
     run, _ = tree_transformer
     text = tmp_path / "text.txt"
     text.write_text("The cat sat on the mat .\nHello\nA very old man came\n", encoding="utf-8")
-    assert main(["induce", str(run / "best.pt"), str(text)]) == 0
+    assert main(["induce", str(run / "best.pt"), str(text), "--no-drop-punctuation"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3
     for line, sentence in zip(lines, text.read_text().splitlines(), strict=True):
         assert Tree.parse(line).leaves() == sentence.split()
     # Raw text is tokenized as `treeattn parse` tokenizes it; --tokenized takes it as it is.
+    # The model was trained without punctuation, so it is removed (and said so) by default.
     raw = tmp_path / "raw.txt"
-    raw.write_text('The mat, "they" said.\n', encoding="utf-8")
+    raw.write_text('The mat, "they" said $ 5.\n', encoding="utf-8")
     assert main(["induce", str(run / "best.pt"), str(raw)]) == 0
+    out, err = capsys.readouterr()
+    assert Tree.parse(out).leaves() == ["The", "mat", "they", "said", "5"]
+    assert "punctuation removed, lowercased, words with a digit as N" in err
+    assert "removed 5 of 10 words (character rule)" in err
+    for word in (",", "``", "''", "$", "."):
+        assert f" {word} 1" in err
+    assert main(["induce", str(run / "best.pt"), str(raw), "--no-drop-punctuation"]) == 0
     words = Tree.parse(capsys.readouterr().out).leaves()
-    assert words == ["The", "mat", ",", "``", "they", "''", "said", "."]
+    assert words == ["The", "mat", ",", "``", "they", "''", "said", "$", "5", "."]
     assert main(["induce", str(run / "best.pt"), str(raw), "--tokenized"]) == 0
-    assert Tree.parse(capsys.readouterr().out).leaves() == ["The", "mat,", '"they"', "said."]
+    assert Tree.parse(capsys.readouterr().out).leaves() == ["The", "mat,", '"they"', "said", "5."]
+    raw.write_text("a b\n...\n", encoding="utf-8")
+    assert main(["induce", str(run / "best.pt"), str(raw)]) == 1
+    assert f"{raw}: sentence 2 is all punctuation" in capsys.readouterr().err
     text.write_text("one line\n\nanother\n", encoding="utf-8")
     assert main(["induce", str(run / "best.pt"), str(text)]) == 1
     assert f"{text}:2:1: empty" in capsys.readouterr().err
@@ -85,10 +102,43 @@ def test_induce_scores_the_ptb_sample(tree_transformer, tmp_path, capsys):
     out = tmp_path / "trees.txt"
     assert main(["induce", str(run / "best.pt"), "--ptb", "test", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    for row in ("model", "random", "left-branching", "right-branching", "recall by phrase type"):
+    rows = ("model, paper", "model, release", "model, binary", "random", "right-branching")
+    for row in (*rows, "recall by phrase type, release"):
         assert row in printed
     assert "<= 10 words" in printed
-    assert len(out.read_text().splitlines()) == 413
+    # Punctuation (by PTB tag) is removed before parsing and from the gold trees.
+    assert "removed 1120 of 9615 words (by PTB tag): , 454 . 403 $ 110" in printed
+    assert "gold trees are scored over the same words" in printed
+    trees = [Tree.parse(line) for line in out.read_text().splitlines()]
+    assert len(trees) == 413 and "," not in trees[0].leaves()
+
+
+def test_induce_curve_prints_a_row_per_kept_checkpoint(tree_transformer, capsys):
+    run, _ = tree_transformer
+    kept = sorted(run.glob("step-*.pt"))
+    assert len(kept) >= 2
+    assert main(["induce-curve", str(run), "--ptb", "dev"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "unlabeled F1 (sentence / corpus) on PTB dev" in lines[0]
+    assert lines[1].split() == ["step", "perplexity", "paper", "release", "binary"]
+    steps = [int(line.split()[0]) for line in lines[2:]]
+    assert steps == sorted(int(p.stem.split("-")[1]) for p in kept)
+    last = lines[-1].split()
+    perplexity = load_trained(kept[-1]).evaluate("dev")["perplexity"]
+    assert float(last[1]) == pytest.approx(perplexity, abs=0.05)
+    for cell in (last[2], last[4], last[5], last[7], last[8], last[10]):
+        assert 0 <= float(cell.strip("/")) <= 100
+    assert main(["induce-curve", str(run.parent)]) == 1
+    assert "no step-K.pt checkpoints; train with train.keep_every" in capsys.readouterr().err
+
+
+def test_predict_fills_masks_without_showing_the_start_token(tree_transformer, tmp_path, capsys):
+    run, _ = tree_transformer
+    inputs = tmp_path / "masked.txt"
+    inputs.write_text("The <mask> rose 5 % .\n", encoding="utf-8")
+    assert main(["predict", str(run / "best.pt"), str(inputs)]) == 0
+    words = capsys.readouterr().out.split()
+    assert len(words) == 5 and words[0] == "the" and words[2:] == ["rose", "N", "%"]
 
 
 def test_constituent_prior_command_draws_a_png(tree_transformer, tmp_path, capsys):

@@ -7,6 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the commands import torch only when they run
+    from treeattn.data.text import TextOptions
+    from treeattn.tasks.trained import Trained
+    from treeattn.trees import Tree
 
 DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.
@@ -28,6 +34,7 @@ examples:
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn latent-trees runs/sst5-structured/best.pt test
   treeattn induce runs/text-constituent/best.pt --ptb test
+  treeattn induce-curve runs/text-constituent --ptb test
   treeattn constituent-prior runs/text-constituent/best.pt "the cat sat on the mat"
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
@@ -459,18 +466,50 @@ def _latent_trees(args: argparse.Namespace) -> int:
     return 0
 
 
+# treeattn.analysis.induction.VARIANTS, named here so that --help needs no torch import
+VARIANT_NAMES = ("paper", "release", "binary")
+
+
+def _text_option_flags(p: argparse.ArgumentParser) -> None:
+    """--drop-punctuation, --lowercase, --normalize-numbers (and --no-...): default, as the
+    model was trained."""
+    flags = (
+        (
+            "--drop-punctuation",
+            "remove punctuation: by PTB tag for the PTB sample, by the "
+            "character rule of treeattn.data.text for a text file",
+        ),
+        ("--lowercase", "lowercase the words"),
+        ("--normalize-numbers", "show every word with a digit as N"),
+    )
+    for flag, help_text in flags:
+        p.add_argument(
+            flag,
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help=f"{help_text} (default: as the model was trained)",
+        )
+
+
 def _add_induce(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "induce",
         help="a Tree Transformer's unsupervised trees for raw text, or scored on the PTB sample",
         description="Read constituency trees off a trained Tree Transformer (constituent "
-        "attention), by Wang et al.'s Algorithm 1: split each span at its weakest link, "
-        "descending a layer while that link is above --threshold. Give TEXTFILE (one "
+        "attention): split each span at its weakest link, descending a layer while that "
+        "link is above --threshold, by one of three variants: paper (Algorithm 1 as "
+        "written: halves start a layer lower, a span strong at --min-layer stays flat), "
+        "release (the authors' parse.py: a half starts a layer lower only when its links "
+        "are all above 0.7; minimum layer 2) or binary (halves stay on their parent's "
+        "layer, every span splits). Words are shown to the model as it was trained "
+        "(punctuation removed, lowercased, numbers as N, after a start token, where it was); "
+        "the flags below change that, and what was removed is printed. Give TEXTFILE (one "
         "sentence per line, tokenized as the Penn Treebank is, as `treeattn parse` does; "
-        "--tokenized: words split on spaces) to write one bracketed tree per line, "
-        "or --ptb SPLIT to parse the PTB sample's sentences and score the trees against its "
-        "gold trees (unlabeled F1 with random, left- and right-branching baselines, recall "
-        "by phrase type), on every sentence and on those of at most --max-words words.",
+        "--tokenized: words split on spaces) to write one bracketed tree per line over the "
+        "words kept, or --ptb SPLIT to parse the PTB sample's sentences and score the trees "
+        "of all three variants against its gold trees over the same words (unlabeled F1 "
+        "with random, left- and right-branching baselines, recall by phrase type), on every "
+        "sentence and on those of at most --max-words words; -o writes --variant's trees.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
     p.add_argument("textfile", nargs="?", help="sentences to parse, one per line")
@@ -482,25 +521,56 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
         help="parse and score the PTB sample's train, dev, test or all sentences",
     )
     p.add_argument("-o", "--out", metavar="FILE", help="write the trees here (default: stdout)")
+    p.add_argument(
+        "--variant", choices=VARIANT_NAMES, default="paper", help="induction rule (default paper)"
+    )
     p.add_argument("--threshold", type=float, default=0.8, help="link strength (default 0.8)")
-    p.add_argument("--min-layer", type=int, default=0, help="lowest layer used (default 0)")
+    p.add_argument(
+        "--min-layer",
+        type=int,
+        default=None,
+        help="lowest layer used (default: 0 for paper and binary, 2 for release)",
+    )
     p.add_argument(
         "--max-words",
         type=_positive,
         default=10,
         help="the short-sentence table's limit, after punctuation removal (10)",
     )
+    _text_option_flags(p)
     p.set_defaults(run=_induce)
 
 
+def _induce_options(args: argparse.Namespace, saved: Trained) -> TextOptions:
+    """The model's text options, with the flags given on the command line."""
+    from dataclasses import replace
+
+    from treeattn.analysis.induction import model_text_options
+
+    chosen = {
+        "drop_punctuation": args.drop_punctuation,
+        "lowercase": args.lowercase,
+        "normalize_numbers": args.normalize_numbers,
+    }
+    return replace(model_text_options(saved), **{k: v for k, v in chosen.items() if v is not None})
+
+
 def _induce(args: argparse.Namespace) -> int:
-    from treeattn.analysis.induction import induce_trees, load_tree_transformer, score_induction
-    from treeattn.data.ptb import load_ptb_sample
+    from treeattn.analysis.induction import (
+        describe_removal,
+        drop_punctuation,
+        induce_links,
+        load_tree_transformer,
+        ptb_text,
+        trees_from_links,
+    )
+    from treeattn.data.text import plain_sentence
     from treeattn.tasks.sentences import lines_to_sentences
 
     if (args.textfile is None) == (args.ptb is None):
         raise ValueError("give either TEXTFILE or --ptb SPLIT")
     saved = load_tree_transformer(args.checkpoint)
+    options = _induce_options(args, saved)
     if args.textfile:
         lines, where = read_text_lines(args.textfile)
         if args.tokenized:
@@ -509,35 +579,110 @@ def _induce(args: argparse.Namespace) -> int:
             from treeattn.parser import tokenize
 
             sentences = lines_to_sentences([" ".join(tokenize(line)) for line in lines], where)
-        trees = induce_trees(saved, sentences, args.threshold, args.min_layer, args.textfile)
+        tagged = [plain_sentence(words) for words in sentences]
+        prepared = drop_punctuation(tagged, options.drop_punctuation, args.textfile)
+        print(f"text: {options.describe()}", file=sys.stderr)
+        if options.drop_punctuation:
+            print(describe_removal(prepared, "character rule"), file=sys.stderr)
+        links = induce_links(saved, prepared.sentences, args.textfile, options)
+        trees = trees_from_links(
+            prepared.sentences, links, args.variant, args.threshold, args.min_layer
+        )
     else:
-        gold = [
-            e.tree for e in load_ptb_sample(None if args.ptb == "all" else args.ptb, clean=True)
-        ]
-        sentences = [tree.leaves() for tree in gold]
-        where = f"PTB sample {args.ptb}"
-        trees = induce_trees(saved, sentences, args.threshold, args.min_layer, where)
-        for title, limit in (
-            (f"all {len(gold)} sentences", None),
-            (f"<= {args.max_words} words", args.max_words),
-        ):
-            scores = score_induction(gold, trees, limit)
-            print(f"{where}, {title} ({scores['sentences']} scored): unlabeled F1")
-            print(f"{'trees':<16} {'sentence F1':>11} {'corpus F1':>10}")
-            for method, f1 in scores["f1"].items():
-                print(f"{method:<16} {f1.sentence_f1:>11.1f} {f1.corpus_f1:>10.1f}")
+        text = ptb_text(saved, args.ptb, options)
+        where, sentences = f"PTB sample {args.ptb}", text.prepared.sentences
+        print(f"text: {options.describe()}")
+        if options.drop_punctuation:
+            print(describe_removal(text.prepared, "by PTB tag"))
+            print("gold trees are scored over the same words")
+        print()
+        links = induce_links(saved, sentences, where, options)
+        by_variant = {
+            v: trees_from_links(sentences, links, v, args.threshold, args.min_layer)
+            for v in VARIANT_NAMES
+        }
+        _print_induction_scores(text.gold, by_variant, where, args.max_words)
+        trees = by_variant[args.variant]
+    text_out = "".join(tree.to_brackets() + "\n" for tree in trees)
+    if args.out:
+        Path(args.out).write_text(text_out, encoding="utf-8")
+        print(f"{len(trees)} trees ({args.variant}) written to {args.out}")
+    elif args.textfile:
+        sys.stdout.write(text_out)
+    return 0
+
+
+def _print_induction_scores(
+    gold: list[Tree], by_variant: dict[str, list[Tree]], where: str, max_words: int
+) -> None:
+    """F1 of each variant's trees and the baselines, with recall by phrase type, on every
+    sentence and on the short ones."""
+    from treeattn.analysis.induction import score_induction
+
+    for title, limit in (
+        (f"all {len(gold)} sentences", None),
+        (f"<= {max_words} words", max_words),
+    ):
+        scores = {v: score_induction(gold, trees, limit) for v, trees in by_variant.items()}
+        first = next(iter(scores.values()))
+        print(f"{where}, {title} ({first['sentences']} scored): unlabeled F1")
+        print(f"{'trees':<16} {'sentence F1':>11} {'corpus F1':>10}")
+        rows = [(f"model, {v}", score["f1"]["model"]) for v, score in scores.items()]
+        rows += [(m, f1) for m, f1 in first["f1"].items() if m != "model"]
+        for name, f1 in rows:
+            print(f"{name:<16} {f1.sentence_f1:>11.1f} {f1.corpus_f1:>10.1f}")
+        for v, score in scores.items():
             recall = "  ".join(
                 f"{label} {value:.1f}"
-                for label, value in scores["recall"].items()
+                for label, value in score["recall"].items()
                 if value is not None
             )
-            print(f"recall by phrase type: {recall}\n")
-    text = "".join(tree.to_brackets() + "\n" for tree in trees)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"{len(trees)} trees written to {args.out}")
-    elif args.textfile:
-        sys.stdout.write(text)
+            print(f"recall by phrase type, {v}: {recall}")
+        print()
+
+
+def _add_induce_curve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "induce-curve",
+        help="a Tree Transformer run's dev perplexity and unsupervised F1 per kept checkpoint",
+        description="For every step-K.pt a Tree Transformer run kept (train.keep_every=K): "
+        "its dev perplexity and the sentence-level / corpus-level unlabeled F1 of each "
+        "induction variant's trees on the PTB sample's --ptb split, one row per checkpoint: "
+        "whether F1 follows perplexity over training.",
+    )
+    p.add_argument("run_dir", metavar="RUN", help="a run folder holding step-K.pt files")
+    p.add_argument(
+        "--ptb",
+        metavar="SPLIT",
+        choices=("train", "dev", "test", "all"),
+        default="test",
+        help="the PTB sample split scored (default test)",
+    )
+    p.add_argument("--threshold", type=float, default=0.8, help="link strength (default 0.8)")
+    p.add_argument(
+        "--min-layer",
+        type=int,
+        default=None,
+        help="lowest layer used (default: 0 for paper and binary, 2 for release)",
+    )
+    p.set_defaults(run=_induce_curve)
+
+
+def _induce_curve(args: argparse.Namespace) -> int:
+    from treeattn.analysis.induction import induction_curve
+
+    points = induction_curve(
+        args.run_dir, args.ptb, args.threshold, args.min_layer, progress=sys.stderr.isatty()
+    )
+    print(f"{args.run_dir}: dev perplexity; unlabeled F1 (sentence / corpus) on PTB {args.ptb}")
+    header = "".join(f" {v:>13}" for v in VARIANT_NAMES)
+    print(f"{'step':>7} {'perplexity':>10}{header}")
+    for point in points:
+        cells = "".join(
+            f" {point.f1[v].sentence_f1:>6.1f} /{point.f1[v].corpus_f1:>5.1f}"
+            for v in VARIANT_NAMES
+        )
+        print(f"{point.step:>7} {point.perplexity:>10.1f}{cells}")
     return 0
 
 
@@ -615,6 +760,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_attention,
         _add_latent_trees,
         _add_induce,
+        _add_induce_curve,
         _add_prior,
         _add_evalb,
         _add_show,

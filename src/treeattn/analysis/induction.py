@@ -1,25 +1,44 @@
-"""Unsupervised parsing with a trained Tree Transformer (Wang et al. 2019, Algorithm 1).
+"""Unsupervised parsing with a trained Tree Transformer (Wang et al. 2019).
 
 Each ``constituent`` layer l gives a link probability ``a^l_k`` between words k and k+1;
 links only grow with depth. A sentence's tree is read top-down from the top layer: a span
 splits at its weakest link; while that link is above ``threshold`` (0.8) the split is
-taken from one layer lower instead, down to ``min_layer``, where the weakest link splits
-the span whatever its strength. The result is a binary tree over the words.
+taken from one layer lower instead, down to ``min_layer``. Three variants (``VARIANTS``)
+differ in what happens then:
+
+- ``binary``: at ``min_layer`` the weakest link splits the span whatever its strength,
+  and both halves start on the layer where their parent split: always a binary tree.
+- ``paper``: Algorithm 1 as the paper writes it. A span whose links are all above the
+  threshold at ``min_layer`` stays flat (a node with a child per word); the halves of a
+  split start one layer lower, at ``max(l - 1, min_layer)``.
+- ``release``: the authors' parse.py. Flat spans as the paper's, but a half starts one
+  layer lower only when its own weakest link at the split's layer is above 0.7
+  (``RELEASE_DESCENT``), otherwise on the same layer; ``min_layer`` is 2 by default.
+
+A model trained with a start token reads it before each sentence; its link to the first
+word is dropped before parsing, as the release drops it.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
 from treeattn.data.batching import bucket_batches, pad_ids
+from treeattn.data.ptb import load_ptb_sample
+from treeattn.data.text import START, TaggedSentence, TextOptions, normalize_word
 from treeattn.data.vocab import Vocab
 from treeattn.metrics.unsupervised import (
+    UnsupervisedF1,
     gold_spans,
     left_branching_spans,
     nontrivial,
@@ -30,11 +49,16 @@ from treeattn.metrics.unsupervised import (
     unlabeled_f1,
     word_mask,
 )
+from treeattn.tasks.sentences import text_options
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees import Tree
+from treeattn.trees.transforms import binarize
 from treeattn.trees.tree import Span
 
 THRESHOLD = 0.8
+RELEASE_DESCENT = 0.7  # parse.py: a half this strongly linked starts a layer lower
+VARIANTS = ("paper", "release", "binary")
+DEFAULT_MIN_LAYER = {"binary": 0, "paper": 0, "release": 2}
 BASELINES = ("random", "left-branching", "right-branching")
 
 
@@ -68,10 +92,23 @@ def layer_links(model: nn.Module, tokens: torch.Tensor, pad_mask: torch.Tensor) 
     return torch.stack(found)
 
 
-def encode_words(saved: Trained, words: Sequence[str]) -> list[int]:
-    """Word ids as the model was trained to read them (lowercased when it was)."""
-    lower = saved.cfg.data.lowercase
-    return saved.task.vocab.encode([w.lower() if lower else w for w in words])
+def model_text_options(saved: Trained) -> TextOptions:
+    """The text options the model was trained with."""
+    return text_options(saved.cfg.data)
+
+
+def uses_start_token(saved: Trained) -> bool:
+    return bool(getattr(saved.cfg.data, "start_token", False))
+
+
+def encode_words(
+    saved: Trained, words: Sequence[str], options: TextOptions | None = None
+) -> list[int]:
+    """Word ids as the model was trained to read them (lowercased, numbers as ``N``, after
+    a start token, as it was trained); punctuation is the caller's to remove."""
+    options = model_text_options(saved) if options is None else options
+    shown = [normalize_word(w, options) for w in words]
+    return saved.task.vocab.encode([START, *shown] if uses_start_token(saved) else shown)
 
 
 def sentence_priors(saved: Trained, words: Sequence[str]) -> list[np.ndarray]:
@@ -81,17 +118,30 @@ def sentence_priors(saved: Trained, words: Sequence[str]) -> list[np.ndarray]:
     tokens = torch.tensor([encode_words(saved, words)], device=saved.device)
     pad_mask = torch.zeros_like(tokens, dtype=torch.bool)
     links = layer_links(saved.model, tokens, pad_mask)[:, 0]  # (L, n-1)
+    if uses_start_token(saved):  # the prior among the words only
+        links = links[:, 1:]
     return [constituent_prior(layer[None])[0].cpu().numpy() for layer in links]
 
 
-def induce_spans(links: np.ndarray, threshold: float = THRESHOLD, min_layer: int = 0) -> set[Span]:
-    """The spans ``(start, end)`` of the binary tree Algorithm 1 reads from one sentence's
-    links (L, n-1) (every span of two or more words, the whole sentence included)."""
+def induce_spans(
+    links: np.ndarray,
+    threshold: float = THRESHOLD,
+    min_layer: int | None = None,
+    variant: str = "paper",
+) -> set[Span]:
+    """The spans ``(start, end)`` of the tree one variant reads from one sentence's links
+    (L, n-1): every phrase of two or more words, the whole sentence included.
+    ``min_layer`` None is the variant's default (``DEFAULT_MIN_LAYER``, at most the top
+    layer)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown induction variant {variant!r}; known: {', '.join(VARIANTS)}")
     n_layers, n = links.shape[0], links.shape[1] + 1
+    if min_layer is None:  # the variant's own, or the top layer of a shallower model
+        min_layer = min(DEFAULT_MIN_LAYER[variant], n_layers - 1)
     if not 0 <= min_layer < n_layers:
         raise ValueError(f"min_layer must lie in 0..{n_layers - 1}, got {min_layer}")
     spans: set[Span] = set()
-    todo = [(0, n, n_layers - 1)] if n >= 2 else []
+    todo = [(0, n, n_layers - 1)] if n >= 2 else []  # (start, end, layer) of each phrase
     while todo:
         start, end, layer = todo.pop()
         spans.add((start, end))
@@ -100,9 +150,51 @@ def induce_spans(links: np.ndarray, threshold: float = THRESHOLD, min_layer: int
         while inner[layer, weakest] > threshold and layer > min_layer:
             layer -= 1
             weakest = int(inner[layer].argmin())
+        if inner[layer, weakest] > threshold and variant != "binary":
+            continue  # strong all through at the lowest layer: a flat phrase
         split = start + weakest + 1
-        todo.extend((i, j, layer) for i, j in ((start, split), (split, end)) if j - i >= 2)
+        for i, j in ((start, split), (split, end)):
+            if j - i >= 2:
+                todo.append(
+                    (i, j, _child_layer(variant, links[layer, i : j - 1], layer, min_layer))
+                )
     return spans
+
+
+def _child_layer(variant: str, child_links: np.ndarray, layer: int, min_layer: int) -> int:
+    """The layer a half of a span split on ``layer`` starts from."""
+    lower = max(layer - 1, min_layer)
+    if variant == "paper":
+        return lower
+    if variant == "release":
+        return lower if child_links.min() > RELEASE_DESCENT else layer
+    return layer
+
+
+def gold_links(tree: Tree, n_layers: int = 1) -> np.ndarray:
+    """Links (n_layers, n-1) read off a gold tree, the same at every layer: the link
+    between words i and i+1 falls with the height of their lowest common ancestor in the
+    right-binarized tree (``1 / (1 + height)``; words have height 0). Any variant reads
+    the binarized tree back from them: a check of the induction apart from any model."""
+    heights: list[float] = []
+
+    def walk(node: Tree | str) -> int:
+        """The node's height; records the height of the gap between its two children."""
+        if isinstance(node, str):
+            return 0
+        if node.is_preterminal():
+            return 0  # the word itself: a tag is no phrase
+        kids = [walk(child) for child in node.children[:1]]
+        for child in node.children[1:]:
+            heights.append(-1.0)  # the gap before ``child``, filled below
+            gap = len(heights) - 1
+            kids.append(walk(child))
+            heights[gap] = 1 + max(kids)
+        return 1 + max(kids)
+
+    walk(binarize(tree))
+    row = 1.0 / (1.0 + np.array(heights, dtype=np.float64))
+    return np.tile(row, (n_layers, 1))
 
 
 def spans_to_tree(words: Sequence[str], spans: set[Span], label: str = "X") -> Tree:
@@ -113,34 +205,106 @@ def spans_to_tree(words: Sequence[str], spans: set[Span], label: str = "X") -> T
     return Tree.from_spans(list(words), spans_of_phrases, tags=[label] * len(words))
 
 
-def induce_trees(
+def induce_links(
     saved: Trained,
     sentences: Sequence[Sequence[str]],
-    threshold: float = THRESHOLD,
-    min_layer: int = 0,
     where: str = "text",
-) -> list[Tree]:
-    """One induced tree per sentence (words as given; the model reads them lowercased when
-    it was trained so). A one-word sentence gives ``(X word)``."""
+    options: TextOptions | None = None,
+) -> list[np.ndarray]:
+    """Every layer's links (L, n-1) among each sentence's words, as given. The model reads
+    them as ``options`` show them (default: as it was trained: lowercased, numbers as
+    ``N``, after a start token, whose link is dropped); punctuation is the caller's to
+    remove."""
     for line, words in enumerate(sentences, start=1):
         if not words:
             raise ValueError(f"{where}: sentence {line} is empty")
-        if len(words) > saved.cfg.model.max_length:
+        if len(words) + uses_start_token(saved) > saved.cfg.model.max_length:
             raise ValueError(
                 f"{where}: sentence {line} has {len(words)} words, more than the model's "
-                f"max_length={saved.cfg.model.max_length}"
+                f"max_length={saved.cfg.model.max_length} allows"
             )
-    ids = [encode_words(saved, words) for words in sentences]
-    lengths = [len(x) for x in ids]
-    found: dict[int, Tree] = {}
-    for indices in bucket_batches(lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
+    ids = [encode_words(saved, words, options) for words in sentences]
+    first = int(uses_start_token(saved))
+    found: dict[int, np.ndarray] = {}
+    for indices in bucket_batches([len(x) for x in ids], saved.cfg.train.eval_max_tokens, False):
         tokens, pad_mask = pad_ids([ids[i] for i in indices], Vocab.pad_id)
         links = layer_links(saved.model, tokens.to(saved.device), pad_mask.to(saved.device))
         links = links.cpu().numpy()
         for row, i in enumerate(indices):
-            spans = induce_spans(links[:, row, : lengths[i] - 1], threshold, min_layer)
-            found[i] = spans_to_tree(sentences[i], spans | {(0, lengths[i])})
+            found[i] = links[:, row, first : first + len(sentences[i]) - 1]
     return [found[i] for i in range(len(sentences))]
+
+
+def trees_from_links(
+    sentences: Sequence[Sequence[str]],
+    links: Sequence[np.ndarray],
+    variant: str = "paper",
+    threshold: float = THRESHOLD,
+    min_layer: int | None = None,
+) -> list[Tree]:
+    """The tree ``variant`` reads from each sentence's links; ``(X word)`` for one word."""
+    return [
+        spans_to_tree(words, induce_spans(row, threshold, min_layer, variant) | {(0, len(words))})
+        for words, row in zip(sentences, links, strict=True)
+    ]
+
+
+def induce_trees(
+    saved: Trained,
+    sentences: Sequence[Sequence[str]],
+    threshold: float = THRESHOLD,
+    min_layer: int | None = None,
+    where: str = "text",
+    variant: str = "paper",
+    options: TextOptions | None = None,
+) -> list[Tree]:
+    """One induced tree per sentence, over its words as given (``induce_links``)."""
+    links = induce_links(saved, sentences, where, options)
+    return trees_from_links(sentences, links, variant, threshold, min_layer)
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    """Sentences with their punctuation removed (or not), and what was removed."""
+
+    sentences: list[list[str]]
+    removed: Counter[str]  # removed word -> count
+    words: int  # words before the removal
+
+
+def drop_punctuation(
+    sentences: Sequence[TaggedSentence], drop: bool, where: str = "text"
+) -> PreparedText:
+    """The sentences without the words their source calls punctuation (all words when not
+    ``drop``); a sentence left empty is an error naming ``where`` and its line."""
+    kept_sentences, removed, total = [], Counter(), 0
+    for line, sentence in enumerate(sentences, start=1):
+        total += len(sentence.words)
+        kept = []
+        for word, punct in zip(sentence.words, sentence.punctuation, strict=True):
+            if drop and punct:
+                removed[word] += 1
+            else:
+                kept.append(word)
+        if not kept:
+            raise ValueError(f"{where}: sentence {line} is all punctuation; no word is left")
+        kept_sentences.append(kept)
+    return PreparedText(kept_sentences, removed, total)
+
+
+def describe_removal(prepared: PreparedText, rule: str, shown: int = 12) -> str:
+    """One line saying what was removed, e.g. for ``treeattn induce``."""
+    count = sum(prepared.removed.values())
+    if not count:
+        return "no word removed"
+    common = " ".join(f"{word} {n}" for word, n in prepared.removed.most_common(shown))
+    more = " ..." if len(prepared.removed) > shown else ""
+    return f"removed {count} of {prepared.words} words ({rule}): {common}{more}"
+
+
+def ptb_sentences(gold: Sequence[Tree]) -> list[TaggedSentence]:
+    """The words of clean PTB trees, punctuation marked by tag as the evaluation removes."""
+    return [TaggedSentence(t.leaves(), [not k for k in word_mask(t)]) for t in gold]
 
 
 PHRASE_TYPES = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
@@ -157,9 +321,10 @@ def score_induction(
     trees on the same sentences, and the recall of each gold phrase type.
 
     Gold trees must be free of traces (``load_ptb_sample(clean=True)``); ``predicted``
-    trees cover every word of the gold trees (punctuation too);
-    their spans are projected onto the kept words. ``max_words`` keeps only sentences of at
-    most that many words after the removal (WSJ-10 style).
+    trees cover either every word of the gold trees (punctuation too: their spans are
+    projected onto the kept words) or the kept words only (a model that parses text
+    without punctuation). ``max_words`` keeps only sentences of at most that many words
+    after the removal (WSJ-10 style).
     """
     if len(gold_trees) != len(predicted):
         raise ValueError(f"{len(gold_trees)} gold trees but {len(predicted)} induced ones")
@@ -170,17 +335,20 @@ def score_induction(
     total = {label: 0 for label in PHRASE_TYPES}
     for gold_tree, tree in zip(gold_trees, predicted, strict=True):
         keep = word_mask(gold_tree)
-        if len(keep) != len(tree):
-            raise ValueError(
-                f"an induced tree has {len(tree)} words where its gold tree has {len(keep)}"
-            )
         n = sum(keep)
+        if len(tree) not in (len(keep), n):
+            raise ValueError(
+                f"an induced tree has {len(tree)} words where its gold tree has {len(keep)} "
+                f"({n} without punctuation)"
+            )
+        over_kept = len(tree) == n
         if max_words is not None and n > max_words:
             continue
         gold = gold_spans(gold_tree)
         gold_sets.append(gold)
         lengths.append(n)
-        by_method["model"].append(nontrivial(project_spans(tree_spans(tree), keep), n))
+        spans = tree_spans(tree) if over_kept else project_spans(tree_spans(tree), keep)
+        by_method["model"].append(nontrivial(spans, n))
         by_method["random"].append(random_binary_spans(n, rng))
         by_method["left-branching"].append(left_branching_spans(n))
         by_method["right-branching"].append(right_branching_spans(n))
@@ -202,3 +370,73 @@ def score_induction(
         },
         "phrases": total,
     }
+
+
+@dataclass(frozen=True)
+class PTBText:
+    """Gold trees and the words a model parses, one sentence each."""
+
+    gold: list[Tree]
+    prepared: PreparedText
+
+
+def ptb_text(saved: Trained, split: str, options: TextOptions | None = None) -> PTBText:
+    """The PTB sample's clean gold trees of ``split`` (``all``: every file) and their
+    words as the model parses them (punctuation removed when ``options`` say so)."""
+    options = model_text_options(saved) if options is None else options
+    gold = [e.tree for e in load_ptb_sample(None if split == "all" else split, clean=True)]
+    where = f"PTB sample {split}"
+    return PTBText(gold, drop_punctuation(ptb_sentences(gold), options.drop_punctuation, where))
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One kept checkpoint: its update, dev perplexity and F1 of each variant's trees."""
+
+    step: int
+    perplexity: float
+    f1: dict[str, UnsupervisedF1]
+
+
+def kept_checkpoints(run: str | Path) -> list[tuple[int, Path]]:
+    """The ``step-K.pt`` files of a run folder, by K."""
+    found = []
+    for path in Path(run).glob("step-*.pt"):
+        number = path.stem.removeprefix("step-")
+        if number.isdigit():
+            found.append((int(number), path))
+    if not found:
+        raise FileNotFoundError(
+            f"{run}: no step-K.pt checkpoints; train with train.keep_every=K to keep them"
+        )
+    return sorted(found)
+
+
+def induction_curve(
+    run: str | Path,
+    split: str = "test",
+    threshold: float = THRESHOLD,
+    min_layer: int | None = None,
+    progress: bool = False,
+) -> list[CurvePoint]:
+    """Dev perplexity and unsupervised F1 on the PTB sample ``split`` for every kept
+    checkpoint of a Tree Transformer run, each variant at its default minimum layer (or
+    ``min_layer``)."""
+    checkpoints = kept_checkpoints(run)
+    points, dev, text = [], None, None
+    for step, path in tqdm(checkpoints, unit="checkpoint", disable=not progress, leave=False):
+        saved = load_tree_transformer(str(path))
+        if dev is None:  # one run: the same vocabulary and text options throughout
+            dev = saved.encode(*saved.read("dev"))
+            text = ptb_text(saved, split)
+        perplexity = saved.task.evaluate(saved.model, dev, saved.device)["perplexity"]
+        links = induce_links(saved, text.prepared.sentences, f"PTB sample {split}")
+        f1 = {
+            variant: score_induction(
+                text.gold,
+                trees_from_links(text.prepared.sentences, links, variant, threshold, min_layer),
+            )["f1"]["model"]
+            for variant in VARIANTS
+        }
+        points.append(CurvePoint(step, perplexity, f1))
+    return points

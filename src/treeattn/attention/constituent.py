@@ -77,8 +77,9 @@ def hierarchical_links(previous: torch.Tensor | None, new: torch.Tensor) -> torc
     return previous + (1 - previous) * new
 
 
-def constituent_prior(links: torch.Tensor) -> torch.Tensor:
-    """The prior C (B, n, n) from links (B, n-1): ``C[i, j] = prod_{k=i}^{j-1} a_k``.
+def constituent_prior(links: torch.Tensor, diagonal: float = 1.0) -> torch.Tensor:
+    """The prior C (B, n, n) from links (B, n-1): ``C[i, j] = prod_{k=i}^{j-1} a_k``, and
+    ``diagonal`` on the diagonal (the paper's empty product is 1).
 
     With ``S_j = sum_{k<j} log a_k``, ``log C[i, j] = S_j - S_i`` for i < j: one cumulative
     sum and one difference per pair, O(n^2). The upper and lower triangles are chosen by
@@ -90,7 +91,11 @@ def constituent_prior(links: torch.Tensor) -> torch.Tensor:
     n = prefix.shape[-1]
     upper = torch.ones(n, n, dtype=torch.bool, device=links.device).triu()
     log_prior = torch.where(upper, difference, difference.mT)
-    return log_prior.exp().to(links.dtype)
+    prior = log_prior.exp().to(links.dtype)
+    if diagonal == 1.0:
+        return prior
+    eye = torch.eye(n, dtype=torch.bool, device=links.device)
+    return prior.masked_fill(eye, diagonal)
 
 
 @register_attention("constituent")
@@ -98,14 +103,21 @@ class ConstituentAttention(nn.Module):
     """Multi-head self-attention times the Tree Transformer's constituent prior.
 
     The links come from their own query and key maps (``link_query``, ``link_key``, d to
-    d, as the paper's neighbouring attention); the prior is shared by all heads. No
-    options.
+    d, as the paper's neighbouring attention); the prior is shared by all heads. Option
+    ``prior_diagonal``: C's diagonal, how much a word may attend to itself. The paper's
+    is 1; the authors' release gives it about 3e-5 (the square root of its 1e-9 guard),
+    so a word attends almost only to the others of its constituent.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, dropout: float = 0.0, prior_diagonal: float = 1.0
+    ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if not 0.0 <= prior_diagonal <= 1.0:
+            raise ValueError(f"prior_diagonal must lie in [0, 1], got {prior_diagonal}")
+        self.prior_diagonal = float(prior_diagonal)
         self.n_heads = n_heads
         self.link_query = nn.Linear(d_model, d_model)
         self.link_key = nn.Linear(d_model, d_model)
@@ -123,7 +135,7 @@ class ConstituentAttention(nn.Module):
         new = neighbour_links(self.link_query(x), self.link_key(x), lengths)
         links = hierarchical_links(context.get(LINKS), new)
         context[LINKS] = links
-        prior = constituent_prior(links)  # (B, n, n)
+        prior = constituent_prior(links, self.prior_diagonal)  # (B, n, n)
         q, k, v = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         scores = scores.masked_fill(pad_mask[:, None, None, :], -torch.inf)

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.data.batching import TokenBatch, bucket_batches
+from treeattn.data.text import START, check_corpora
 from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task
@@ -32,6 +33,7 @@ from treeattn.tasks.sentences import (
     LabeledSentence,
     lines_to_sentences,
     read_examples,
+    read_text,
 )
 
 IGNORE = -100  # target of a position that is not predicted (cross_entropy's default)
@@ -102,12 +104,18 @@ def masked_lm_loss(
 
 @dataclass
 class MlmData:
-    """``name``: ``text``, the words of the EWT, SST and PTB sample splits."""
+    """``name``: ``text``, the words of the ``corpora``'s splits (``treeattn.data.text``),
+    shown as the text options say."""
 
     name: str = TEXT
     root: str | None = None  # data folder; default from TREEATTN_DATA
+    corpora: list = field(default_factory=lambda: ["ewt", "sst", "ptb"])
     min_count: int = 1  # words seen fewer times in training become <unk>
+    # The text options (the Tree Transformer's release turns all four on)
     lowercase: bool = False
+    drop_punctuation: bool = False
+    normalize_numbers: bool = False  # a word with a digit becomes N
+    start_token: bool = False  # <s> before every sentence
     # The share of words chosen, and how a chosen word is shown (as <mask>, as a random
     # word, as itself)
     mask_rate: float = 0.15
@@ -152,6 +160,7 @@ class MaskedLMTask(Task):
         d, m = cfg.data, cfg.model
         if d.name != TEXT:
             raise ValueError(f"{where}: data.name={d.name!r}; masked language modelling reads text")
+        check_corpora(d.corpora, where)
         if d.min_count < 1:
             raise ValueError(f"{where}: data.min_count must be at least 1, got {d.min_count}")
         Masking(d.mask_rate, tuple(d.mask_split), 0).check(where)
@@ -181,8 +190,14 @@ class MaskedLMTask(Task):
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(self.cfg.data, source, False, SPLITS)
+        examples = self._with_start(examples)
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
+
+    def _with_start(self, examples: list[LabeledSentence]) -> list[LabeledSentence]:
+        if not self.cfg.data.start_token:
+            return examples
+        return [LabeledSentence([START, *ex.tokens], ex.label) for ex in examples]
 
     def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
         self.vocab = Vocab.build((ex.tokens for ex in train_examples), self.cfg.data.min_count)
@@ -225,13 +240,9 @@ class MaskedLMTask(Task):
 
     def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
         """One sentence per line, words separated by spaces; ``<mask>`` marks a word to
-        fill in."""
-        examples = [LabeledSentence(words, 0) for words in lines_to_sentences(lines, where)]
-        if self.cfg.data.lowercase:
-            examples = [
-                LabeledSentence([w if w == MASK else w.lower() for w in ex.tokens], 0)
-                for ex in examples
-            ]
+        fill in. The words are shown as the text options say (the output shows them so)."""
+        sentences = read_text(lines_to_sentences(lines, where), self.cfg.data, where)
+        examples = self._with_start([LabeledSentence(words, 0) for words in sentences])
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples
 
@@ -254,6 +265,6 @@ class MaskedLMTask(Task):
             for row, i in enumerate(indices):
                 guesses = iter(self.vocab.decode(filled[row][masked[row]].tolist()))
                 words = [next(guesses) if w == MASK else w for w in data.words[i]]
-                lines[i] = " ".join(words)
+                lines[i] = " ".join(words[1:] if self.cfg.data.start_token else words)
         model.train(was_training)
         return [lines[i] for i in range(len(data))]

@@ -17,7 +17,7 @@ from treeattn.data.sst import (
     load_sst,
     read_sst_file,
 )
-from treeattn.data.text import text_corpora
+from treeattn.data.text import TextOptions, apply_options, plain_sentence, text_corpora
 from treeattn.errors import FormatError, read_utf8, text_lines
 from treeattn.trees import Tree, fold_tree
 from treeattn.trees.tree import WHITESPACE
@@ -144,8 +144,9 @@ def load_split(cfg: Any, split: str, whole_trees: bool = False) -> list[LabeledS
         else:
             examples = load_sst(split, root=cfg.root, fine_grained=fine)
             rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
-    elif cfg.name == TEXT:
-        rows = [LabeledSentence(words, 0) for words in text_corpora(split, root=cfg.root)]
+    elif cfg.name == TEXT:  # the text options lowercase it too
+        found = text_corpora(split, cfg.root, cfg.corpora, text_options(cfg))
+        return [LabeledSentence(words, 0) for words in found]
     else:
         known = ", ".join([*CLASSES, LABELED, TEXT])
         raise ValueError(f"unknown data set {cfg.name!r}; known: {known}")
@@ -162,7 +163,7 @@ def read_file(cfg: Any, path: str | Path, whole_trees: bool = False) -> list[Lab
     if cfg.name == LABELED:
         rows = read_labeled_file(path, whole_trees)
     elif cfg.name == TEXT:
-        rows = [LabeledSentence(words, 0) for words in read_sentences(path)]
+        return [LabeledSentence(words, 0) for words in read_text(read_sentences(path), cfg, path)]
     elif cfg.name == "listops":
         rows = [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in read_listops(path)]
     elif cfg.name in ("sst5", "sst2"):
@@ -174,6 +175,24 @@ def read_file(cfg: Any, path: str | Path, whole_trees: bool = False) -> list[Lab
     else:
         raise ValueError(f"unknown data set {cfg.name!r}; known: {', '.join(CLASSES)}")
     return _prepare(rows, cfg)
+
+
+def text_options(cfg: Any) -> TextOptions:
+    """The text options of a ``text`` data section."""
+    return TextOptions(cfg.drop_punctuation, cfg.lowercase, cfg.normalize_numbers)
+
+
+def read_text(sentences: Sequence[list[str]], cfg: Any, where: str | Path) -> list[list[str]]:
+    """Plain-text sentences as the text options of ``cfg`` show them; a sentence left
+    without words (punctuation only) is an error naming ``where`` and its line."""
+    options = text_options(cfg)
+    shown = []
+    for number, words in enumerate(sentences, start=1):
+        kept = apply_options(plain_sentence(words), options)
+        if not kept:
+            raise FormatError("no word is left once punctuation is removed", str(where), number, 1)
+        shown.append(kept)
+    return shown
 
 
 def read_labeled_file(path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
