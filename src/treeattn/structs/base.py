@@ -9,6 +9,7 @@ hand-written outside pass anywhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -58,7 +59,7 @@ def check_lengths(scores: torch.Tensor, lengths: torch.Tensor | None, n: int) ->
 def check_no_nan(scores: torch.Tensor, name: str) -> bool:
     """Raise ``ValueError`` if ``scores`` hold NaN; return whether every score is finite."""
     # A finite sum rules out NaN and inf in one cheap pass; only otherwise look closer.
-    if torch.isfinite(scores.detach().sum()):
+    if math.isfinite(scores.detach().sum().item()):
         return True
     if torch.isnan(scores).any():
         raise ValueError(f"{name} scores contain NaN")
