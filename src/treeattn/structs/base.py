@@ -3,8 +3,12 @@
 A structure's dynamic program is written once, over a *semiring* that says how to add
 (``logsumexp`` for the log partition, ``max`` for the best tree). Marginals are the gradient
 of log Z with respect to the scores, and the best tree is the gradient of the best score
-(Eisner 2016, "Inside-outside and forward-backward algorithms are just backprop"): no
-hand-written outside pass anywhere.
+(Eisner 2016, "Inside-outside and forward-backward algorithms are just backprop").
+
+That program, differentiated by autograd, is each structure's reference. Where autograd is
+the cost, a structure adds a hand-written counterpart, checked against the reference in
+the tests: CKY's outside pass and backtracking of best splits, the matrix-tree's closed
+form of the marginals (``cky``, ``matrix_tree``).
 """
 
 from __future__ import annotations

@@ -363,7 +363,10 @@ def marginals_backward(solved: Solved, lengths: torch.Tensor, upstream: torch.Te
     gradient = upstream * lu.gradient - laplacian_adjoint(through_inverse).mul_(lu.weights)
     if solved.eliminated is not None:
         untrusted, eliminated, leaf = solved.eliminated
-        (leaf_gradient,) = torch.autograd.grad(eliminated, leaf, upstream[untrusted])
+        # The graph stays with ctx: a backward pass may run more than once (retain_graph).
+        (leaf_gradient,) = torch.autograd.grad(
+            eliminated, leaf, upstream[untrusted], retain_graph=True
+        )
         gradient[untrusted] = leaf_gradient
     if solved.is_padding is not None or solved.eliminated is not None:
         real = real_arcs_mask(lengths, gradient.shape[-1])[:, :, 1:]
