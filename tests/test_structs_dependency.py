@@ -476,7 +476,7 @@ def test_gradcheck_matrix_tree_marginals_of_equal_lengths(eliminate_all: bool, m
         monkeypatch.setattr(
             matrix_tree,
             "trusted_items",
-            lambda gradient, _: torch.zeros(len(gradient), dtype=torch.bool),
+            lambda marginals, _: torch.zeros(len(marginals), dtype=torch.bool),
         )
     torch.manual_seed(71)
     scores = torch.randn(2, 5, 5, dtype=DTYPE, requires_grad=True)

@@ -151,16 +151,15 @@ def arc_weights(
     into_words = scores[:, :, 1:]
     is_padding = None
     if int(lengths.min()) == n:
+        # The self-loops' scores count in the spread: they can only widen it.
+        low, high = (bound.item() for bound in torch.aminmax(into_words))
+        if high - low <= -0.5 * math.log(torch.finfo(dtype).tiny):
+            weights = (into_words.to(dtype) - high).exp_()
+            weights[:, 1:].diagonal(dim1=1, dim2=2).fill_(0.0)  # self-loops weigh 0
+            return weights, high * n, None
         # A copy with its self-loops overwritten: cheaper than any mask.
         log_weights = into_words.to(dtype, memory_format=torch.contiguous_format, copy=True)
-        self_loops = log_weights[:, 1:].diagonal(dim1=1, dim2=2)
-        self_loops.fill_(0.0)  # within the scores' spread, or it widens it: never unsafe
-        low, high = (bound.item() for bound in torch.aminmax(log_weights))
-        if high - low <= -0.5 * math.log(torch.finfo(dtype).tiny):
-            weights = log_weights.sub_(high).exp_()
-            self_loops.fill_(0.0)  # the same storage: self-loops weigh 0
-            return weights, high * n, None
-        self_loops.fill_(-torch.inf)
+        log_weights[:, 1:].diagonal(dim1=1, dim2=2).fill_(-torch.inf)
     else:
         real = real_arcs_mask(lengths, n)[:, :, 1:]
         log_weights = torch.where(real, into_words.to(dtype), -torch.inf)
@@ -185,20 +184,28 @@ def laplacian(weights: torch.Tensor) -> torch.Tensor:
     return matrix
 
 
-def laplacian_adjoint(matrix: torch.Tensor) -> torch.Tensor:
-    """(B, n+1, n) the adjoint of ``laplacian`` applied to ``matrix`` (B, n, n): the
-    gradient with respect to the arc weights of ``<matrix, laplacian(weights)>``.
+def weighted_adjoint(matrix: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """(B, n+1, n+1) ``weights * A(matrix)`` in the layout of the scores (column 0, arcs
+    into the root, is 0), where ``A`` is the adjoint of ``laplacian``, applied to ``matrix``
+    (B, n, n): ``A(M)`` is the gradient with respect to the arc weights (B, n+1, n) of
+    ``<M, laplacian(weights)>``.
 
-    Row 0 (root arcs) is ``matrix[0, m]``; the word arc ``h -> m`` (words indexed from 0)
-    gets ``[m > 0] matrix[m, m] - [h > 0] matrix[h, m]``, as the first row and the first
-    word's diagonal entry hold root weights. Self-loop entries are meaningless.
+    Row 0 (root arcs) of ``A(M)`` is ``M[0, m]``; the word arc ``h -> m`` (words indexed
+    from 0) gets ``[m > 0] M[m, m] - [h > 0] M[h, m]``, as the first row and the first
+    word's diagonal entry hold root weights. Self-loops weigh 0. Written into the output's
+    views: a concatenation and a pad would copy it twice more.
     """
+    batch, n, _ = matrix.shape
     into_self = matrix.diagonal(dim1=-2, dim2=-1).clone()
     into_self[:, 0] = 0.0
-    words = into_self[:, None, :] - matrix
-    words[:, 0] = into_self
-    # Contiguous pieces and one concatenation: writing into row views is slower.
-    return torch.cat([matrix[:, :1], words], dim=1)
+    out = matrix.new_empty(batch, n + 1, n + 1)
+    out[:, :, 0] = 0.0
+    body = out[:, :, 1:]
+    torch.sub(into_self[:, None, :], matrix, out=body[:, 1:])
+    body[:, 1] = into_self
+    body[:, 0] = matrix[:, 0]
+    body.mul_(weights)
+    return out
 
 
 @dataclass
@@ -207,9 +214,14 @@ class LUSolution:
 
     weights: torch.Tensor  # (B, n+1, n) arc weights
     inverse_t: torch.Tensor  # (B, n, n) G = L^-T
-    gradient: torch.Tensor  # (B, n+1, n) d log det / d log weights: the marginals
+    marginals: torch.Tensor  # (B, n+1, n+1) the gradient below, in the scores' layout
     pivots: torch.Tensor  # (B, n) U's diagonal (the LU's pivots)
     trusted: torch.Tensor | None  # (B,) bool, None when every item is trusted
+
+    @property
+    def gradient(self) -> torch.Tensor:
+        """(B, n+1, n) d log det / d log weights (a view of ``marginals``)."""
+        return self.marginals[:, :, 1:]
 
     def log_det(self) -> torch.Tensor:
         """(B,) log |det L| (the sign is in ``trusted``)."""
@@ -221,7 +233,7 @@ def lu_solve_laplacian(weights: torch.Tensor) -> LUSolution:
     by one LU and the inverse, from arc weights (B, n+1, n). Not differentiable.
 
     The gradient of log det L is ``G = L^-T``; through the Laplacian's construction, the
-    gradient with respect to the log-weights is ``weights * laplacian_adjoint(G)``, Koo et
+    gradient with respect to the log-weights is ``weighted_adjoint(G, weights)``, Koo et
     al.'s closed form: every arc's marginal.
     """
     matrix = laplacian(weights)
@@ -229,17 +241,17 @@ def lu_solve_laplacian(weights: torch.Tensor) -> LUSolution:
     lu, swaps, _ = torch.linalg.lu_factor_ex(matrix)
     right = identity(n, matrix.dtype, matrix.device).expand_as(matrix)
     inverse_t = torch.linalg.lu_solve(lu, swaps, right, adjoint=True)  # left=False: less exact
-    gradient = laplacian_adjoint(inverse_t).mul_(weights)
+    marginals = weighted_adjoint(inverse_t, weights)
     pivots = lu.diagonal(dim1=-2, dim2=-1)
     # det > 0: an even count of row swaps and negative pivots (summed at once as an xor).
     odd = ((swaps != unswapped_pivots(n, swaps.device)) ^ (pivots < 0)).sum(-1) % 2
-    trusted = trusted_items(gradient, odd)
-    return LUSolution(weights, inverse_t, gradient, pivots, trusted)
+    trusted = trusted_items(marginals, odd)
+    return LUSolution(weights, inverse_t, marginals, pivots, trusted)
 
 
-def trusted_items(gradient: torch.Tensor, negative_det: torch.Tensor) -> torch.Tensor | None:
-    """(B,) bool: which items' LU results to trust (None: all), from their gradient
-    (B, n+1, n) and whether their determinant came out negative (B,).
+def trusted_items(marginals: torch.Tensor, negative_det: torch.Tensor) -> torch.Tensor | None:
+    """(B,) bool: which items' LU results to trust (None: all), from their marginals
+    (B, n+1, n+1) (column 0 is 0) and whether their determinant came out negative (B,).
 
     LU gets the determinant from differences, which cancel when the trees' total weight is
     far below the weights it is computed from (see the module docstring). The check needs
@@ -249,19 +261,19 @@ def trusted_items(gradient: torch.Tensor, negative_det: torch.Tensor) -> torch.T
     positive and finite. Untrusted items' values are meaningless (maybe NaN). The batch is
     checked as a whole first (fewer operations); only when it fails, item by item.
     """
-    tolerance = torch.finfo(gradient.dtype).eps ** 0.5
+    tolerance = torch.finfo(marginals.dtype).eps ** 0.5
     # Head sums of 1 and no marginal below 0 bound each marginal by 1 + n * tolerance.
     # (A singular LU gives an infinite log det and NaN or inf marginals: never trusted.)
-    head_sums = gradient.sum(1)
+    head_sums = marginals.sum(1)[:, 1:]
     low, high = (bound.item() for bound in torch.aminmax(head_sums))
     if (
         max(high - 1, 1 - low) <= tolerance
-        and gradient.amin().item() >= -tolerance
+        and marginals.amin().item() >= -tolerance
         and not negative_det.any().item()
     ):
         return None
     head_sum_error = (head_sums - 1).abs().amax(1)
-    lowest = gradient.amin(dim=(1, 2))
+    lowest = marginals.amin(dim=(1, 2))
     return (negative_det == 0) & (head_sum_error <= tolerance) & (lowest >= -tolerance)
 
 
@@ -331,20 +343,19 @@ def solve(
 
 
 def full_marginals(solved: Solved, dtype: torch.dtype) -> torch.Tensor:
-    """(B, n+1, n+1) marginals in ``dtype``: the gradient (B, n+1, n) with column 0 (arcs
-    into the root) 0, and 0 too on the arc from the first word that holds each padding
-    word (not a real arc)."""
-    marginals = F.pad(solved.lu.gradient, (1, 0)).to(dtype)
+    """(B, n+1, n+1) marginals in ``dtype``, the LU's buffer itself where the dtype is its
+    own; 0 on the arc from the first word that holds each padding word (not a real arc)."""
+    marginals = solved.lu.marginals
     if solved.is_padding is not None:
         marginals[:, 1, 1:].masked_fill_(solved.is_padding, 0.0)
-    return marginals
+    return marginals.to(dtype)
 
 
 def marginals_backward(solved: Solved, lengths: torch.Tensor, upstream: torch.Tensor):
     """(B, n+1, n+1) the gradient with respect to the scores of ``<upstream, marginals>``,
     ``upstream`` (B, n+1, n+1).
 
-    With ``mu = w * A(G)`` (``A`` = ``laplacian_adjoint``, ``G = L^-T``, ``L =
+    With ``mu = w * A(G)`` (``A`` the adjoint of ``laplacian``, ``G = L^-T``, ``L =
     laplacian(w)``) and ``dG = -G dL^T G``, the gradient with respect to the log weights is
     ``upstream * mu - w * A(G (R^T G))`` with ``R = laplacian(upstream * w)``: two matrix
     products, no second factorisation. On ill-conditioned items the products lose digits
@@ -354,24 +365,23 @@ def marginals_backward(solved: Solved, lengths: torch.Tensor, upstream: torch.Te
     graph.
     """
     lu = solved.lu
-    upstream = upstream[:, :, 1:].to(lu.weights.dtype)
+    upstream = upstream.to(lu.weights.dtype)
     if solved.is_padding is not None:  # the padding words' arcs are constant zeros
         upstream = upstream.clone()
-        upstream[:, 1].masked_fill_(solved.is_padding, 0.0)
-    weighted = laplacian(upstream * lu.weights)
+        upstream[:, 1, 1:].masked_fill_(solved.is_padding, 0.0)
+    weighted = laplacian(upstream[:, :, 1:] * lu.weights)
     through_inverse = lu.inverse_t @ (weighted.mT @ lu.inverse_t)
-    gradient = upstream * lu.gradient - laplacian_adjoint(through_inverse).mul_(lu.weights)
+    gradient = upstream * lu.marginals - weighted_adjoint(through_inverse, lu.weights)
     if solved.eliminated is not None:
         untrusted, eliminated, leaf = solved.eliminated
         # The graph stays with ctx: a backward pass may run more than once (retain_graph).
         (leaf_gradient,) = torch.autograd.grad(
-            eliminated, leaf, upstream[untrusted], retain_graph=True
+            eliminated, leaf, upstream[untrusted][:, :, 1:], retain_graph=True
         )
-        gradient[untrusted] = leaf_gradient
+        gradient[untrusted] = F.pad(leaf_gradient, (1, 0))
     if solved.is_padding is not None or solved.eliminated is not None:
-        real = real_arcs_mask(lengths, gradient.shape[-1])[:, :, 1:]
-        gradient = torch.where(real, gradient, 0.0)
-    return F.pad(gradient, (1, 0))
+        gradient = torch.where(real_arcs_mask(lengths, gradient.shape[-1] - 1), gradient, 0.0)
+    return gradient
 
 
 class _LogPartition(torch.autograd.Function):
@@ -402,15 +412,18 @@ class _Marginals(torch.autograd.Function):
     def forward(ctx, scores: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype):
         needs_gradient = ctx.needs_input_grad[0]
         solved = solve(scores, lengths, dtype, log_z=False, create_graph=needs_gradient)
+        marginals = full_marginals(solved, scores.dtype)
         if needs_gradient:
             ctx.solved = solved
-            ctx.save_for_backward(lengths)
-        return full_marginals(solved, scores.dtype)
+            # The output may be the LU's own buffer, which the backward reads: saved, so
+            # that changing it in place is an error, not a wrong gradient.
+            ctx.save_for_backward(lengths, marginals)
+        return marginals
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_marginals: torch.Tensor):
-        (lengths,) = ctx.saved_tensors
+        lengths, _ = ctx.saved_tensors
         gradient = marginals_backward(ctx.solved, lengths, grad_marginals)
         return gradient.to(grad_marginals.dtype), None, None
 
