@@ -98,9 +98,13 @@ class TreeDistribution:
     """
 
     def __init__(self, scores: torch.Tensor, lengths: torch.Tensor | None = None) -> None:
-        self.finite = check_no_nan(scores, type(self).__name__)  # no +-inf anywhere
+        self.finite = self._check_scores(scores)  # no +-inf anywhere
         self.scores = scores
         self.lengths = check_lengths(scores, lengths, self._max_length(scores))
+
+    def _check_scores(self, scores: torch.Tensor) -> bool:
+        """Raise ``ValueError`` on NaN; return whether every score is finite."""
+        return check_no_nan(scores, type(self).__name__)
 
     def _max_length(self, scores: torch.Tensor) -> int:
         raise NotImplementedError

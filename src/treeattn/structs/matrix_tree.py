@@ -133,11 +133,15 @@ def unswapped_pivots(n: int, device: torch.device) -> torch.Tensor:
 
 
 def arc_weights(
-    scores: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype
+    scores: torch.Tensor,
+    lengths: torch.Tensor | None,
+    dtype: torch.dtype,
+    spread: tuple[float, float] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | float, torch.Tensor | None]:
     """Arc weights (B, n+1, n) ``[head 0..n, word 1..n]`` in ``dtype``, the log of what
-    they were divided by (B,) or one number for all (log Z = log det + it), and which words are
-    padding (B, n), or None when every item is n words long.
+    they were divided by (B,) or one number for all (log Z = log det + it), and which words
+    are padding (B, n), or None when every item is n words long (``lengths`` None says so
+    without a look). ``spread``: the lowest and highest score, when known.
 
     The weights of ``shifted_log_weights``, exponentiated (arcs no tree uses weigh exactly
     0), in fewer operations: no clamp, as no log weight meets autograd here, and a batch of
@@ -149,10 +153,12 @@ def arc_weights(
     """
     n = scores.shape[-1] - 1
     into_words = scores[:, :, 1:]
+    if lengths is not None and int(lengths.min()) == n:
+        lengths = None
     is_padding = None
-    if int(lengths.min()) == n:
-        # The self-loops' scores count in the spread: they can only widen it.
-        low, high = (bound.item() for bound in torch.aminmax(into_words))
+    if lengths is None:
+        # Ignored entries count in the spread: they can only widen it.
+        low, high = spread or (bound.item() for bound in torch.aminmax(into_words))
         if high - low <= -0.5 * math.log(torch.finfo(dtype).tiny):
             weights = (into_words.to(dtype) - high).exp_()
             weights[:, 1:].diagonal(dim1=1, dim2=2).fill_(0.0)  # self-loops weigh 0
@@ -171,17 +177,19 @@ def arc_weights(
 
 
 def laplacian(weights: torch.Tensor) -> torch.Tensor:
-    """(B, n, n) the Laplacian with the root row, from arc weights (B, n+1, n).
+    """(B, n, n) the Laplacian with the root row, from arc weights (B, n+1, n), stored
+    column by column (its transpose is contiguous), the layout LAPACK factorises: an LU
+    of it copies it as it is instead of transposing it first (a quarter of the LU's time).
 
     ``L[m, m]`` is the weight into word ``m`` from the words, ``L[h, m] = -w[h, m]``, and
     the first row holds the root weights ``w[ROOT, m]`` (Koo et al.). Self-loops must weigh
     0. Written in place into a new tensor: concatenating views copies far more slowly.
     """
     words = weights[:, 1:]
-    matrix = words.neg()
-    matrix.diagonal(dim1=-2, dim2=-1).add_(words.sum(1))
-    matrix[:, 0] = weights[:, 0]
-    return matrix
+    transposed = torch.neg(words.mT, out=torch.empty_like(words))
+    transposed.diagonal(dim1=-2, dim2=-1).add_(words.sum(1))
+    transposed[:, :, 0] = weights[:, 0]
+    return transposed.mT
 
 
 def weighted_adjoint(matrix: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -197,9 +205,9 @@ def weighted_adjoint(matrix: torch.Tensor, weights: torch.Tensor) -> torch.Tenso
     """
     batch, n, _ = matrix.shape
     into_self = matrix.diagonal(dim1=-2, dim2=-1).clone()
-    into_self[:, 0] = 0.0
+    into_self[:, 0].fill_(0.0)
     out = matrix.new_empty(batch, n + 1, n + 1)
-    out[:, :, 0] = 0.0
+    out[:, :, 0].fill_(0.0)
     body = out[:, :, 1:]
     torch.sub(into_self[:, None, :], matrix, out=body[:, 1:])
     body[:, 1] = into_self
@@ -239,7 +247,8 @@ def lu_solve_laplacian(weights: torch.Tensor) -> LUSolution:
     matrix = laplacian(weights)
     n = matrix.shape[-1]
     lu, swaps, _ = torch.linalg.lu_factor_ex(matrix)
-    right = identity(n, matrix.dtype, matrix.device).expand_as(matrix)
+    # The identity laid out column by column, as the solve's result: copied, not transposed.
+    right = identity(n, matrix.dtype, matrix.device).expand_as(matrix).contiguous().mT
     inverse_t = torch.linalg.lu_solve(lu, swaps, right, adjoint=True)  # left=False: less exact
     marginals = weighted_adjoint(inverse_t, weights)
     pivots = lu.diagonal(dim1=-2, dim2=-1)
@@ -265,12 +274,12 @@ def trusted_items(marginals: torch.Tensor, negative_det: torch.Tensor) -> torch.
     # Head sums of 1 and no marginal below 0 bound each marginal by 1 + n * tolerance.
     # (A singular LU gives an infinite log det and NaN or inf marginals: never trusted.)
     head_sums = marginals.sum(1)[:, 1:]
-    low, high = (bound.item() for bound in torch.aminmax(head_sums))
-    if (
-        max(high - 1, 1 - low) <= tolerance
-        and marginals.amin().item() >= -tolerance
-        and not negative_det.any().item()
-    ):
+    low, high = torch.aminmax(head_sums)
+    # One look at four numbers: the head sums' range, the lowest marginal, negative dets.
+    low, high, lowest, negatives = torch.stack(
+        [low, high, marginals.amin(), negative_det.sum().to(low.dtype)]
+    ).tolist()
+    if max(high - 1, 1 - low) <= tolerance and lowest >= -tolerance and negatives == 0:
         return None
     head_sum_error = (head_sums - 1).abs().amax(1)
     lowest = marginals.amin(dim=(1, 2))
@@ -304,6 +313,16 @@ def eliminate_items(
     return log_det.detach() + shifts.sum(-1), gradient, leaf
 
 
+@dataclass(frozen=True)
+class ScoreFacts:
+    """What a distribution knows of its scores before any pass: that every item is n words
+    long (no lengths were given), and the lowest and highest score (None unless every score
+    is finite). They spare ``arc_weights`` a look of its own."""
+
+    full_length: bool = False
+    spread: tuple[float, float] | None = None
+
+
 @dataclass
 class Solved:
     """The marginals of a batch, maybe log Z, and what a backward pass of the marginals
@@ -320,20 +339,23 @@ def solve(
     scores: torch.Tensor,
     lengths: torch.Tensor,
     dtype: torch.dtype,
+    facts: ScoreFacts | None = None,
     log_z: bool = True,
     create_graph: bool = False,
 ) -> Solved:
     """The gradient of log Z (the marginals) of every item in ``dtype``, and log Z unless
-    ``log_z`` is False; not differentiable. ``lu_solve_laplacian``, and ``eliminate_items``
-    for the items it cannot trust (with ``create_graph``, their gradients keep a graph for
-    ``marginals_backward``)."""
-    weights, log_scale, is_padding = arc_weights(scores.detach(), lengths, dtype)
+    ``log_z`` is False, in an autograd Function's forward pass (no graph): by
+    ``lu_solve_laplacian``, and ``eliminate_items`` for the items it cannot trust (with
+    ``create_graph``, their gradients keep a graph for ``marginals_backward``)."""
+    facts = facts or ScoreFacts()
+    given = None if facts.full_length else lengths
+    weights, log_scale, is_padding = arc_weights(scores, given, dtype, facts.spread)
     lu = lu_solve_laplacian(weights)
     log_partition = (lu.log_det() + log_scale) if log_z else None
     eliminated = None
     if lu.trusted is not None:
         untrusted = ~lu.trusted
-        items = scores.detach()[untrusted], lengths[untrusted]
+        items = scores[untrusted], lengths[untrusted]
         log_z_eliminated, gradient, leaf = eliminate_items(*items, dtype, create_graph)
         if log_partition is not None:
             log_partition[untrusted] = log_z_eliminated
@@ -390,9 +412,9 @@ class _LogPartition(torch.autograd.Function):
     A second derivative (``create_graph``) goes through ``_Marginals``."""
 
     @staticmethod
-    def forward(ctx, scores: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype):
-        solved = solve(scores, lengths, dtype)
-        ctx.dtype = dtype
+    def forward(ctx, scores, lengths, dtype, facts):
+        solved = solve(scores, lengths, dtype, facts)
+        ctx.dtype, ctx.facts = dtype, facts
         ctx.save_for_backward(scores, lengths, full_marginals(solved, scores.dtype))
         return solved.log_z.to(scores.dtype)
 
@@ -400,8 +422,8 @@ class _LogPartition(torch.autograd.Function):
     def backward(ctx, grad_log_z: torch.Tensor):
         scores, lengths, marginals = ctx.saved_tensors
         if torch.is_grad_enabled():
-            marginals = _Marginals.apply(scores, lengths, ctx.dtype)
-        return grad_log_z[:, None, None] * marginals, None, None
+            marginals = _Marginals.apply(scores, lengths, ctx.dtype, ctx.facts)
+        return grad_log_z[:, None, None] * marginals, None, None, None
 
 
 class _Marginals(torch.autograd.Function):
@@ -409,9 +431,9 @@ class _Marginals(torch.autograd.Function):
     backward (``marginals_backward``). Its backward is not differentiable again."""
 
     @staticmethod
-    def forward(ctx, scores: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype):
+    def forward(ctx, scores, lengths, dtype, facts):
         needs_gradient = ctx.needs_input_grad[0]
-        solved = solve(scores, lengths, dtype, log_z=False, create_graph=needs_gradient)
+        solved = solve(scores, lengths, dtype, facts, log_z=False, create_graph=needs_gradient)
         marginals = full_marginals(solved, scores.dtype)
         if needs_gradient:
             ctx.solved = solved
@@ -425,11 +447,14 @@ class _Marginals(torch.autograd.Function):
     def backward(ctx, grad_marginals: torch.Tensor):
         lengths, _ = ctx.saved_tensors
         gradient = marginals_backward(ctx.solved, lengths, grad_marginals)
-        return gradient.to(grad_marginals.dtype), None, None
+        return gradient.to(grad_marginals.dtype), None, None, None
 
 
 def log_laplacian_determinant(
-    scores: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype
+    scores: torch.Tensor,
+    lengths: torch.Tensor,
+    dtype: torch.dtype,
+    facts: ScoreFacts | None = None,
 ) -> torch.Tensor:
     """(B,) log Z over single-root non-projective trees (Koo et al. 2007) for scores
     (B, n+1, n+1) and ``lengths`` (B,), computed in ``dtype``, returned in the scores' dtype:
@@ -441,14 +466,19 @@ def log_laplacian_determinant(
     CPU) where it does not, so results are exact to rounding whatever the scores. Either
     way the result is differentiable (twice too), and marginals are its gradient.
     """
-    return _LogPartition.apply(scores, lengths, dtype)
+    return _LogPartition.apply(scores, lengths, dtype, facts)
 
 
-def arc_marginals(scores: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def arc_marginals(
+    scores: torch.Tensor,
+    lengths: torch.Tensor,
+    dtype: torch.dtype,
+    facts: ScoreFacts | None = None,
+) -> torch.Tensor:
     """(B, n+1, n+1) marginals of single-root trees, computed in ``dtype`` and returned in
     the scores' dtype: the gradient of ``log_laplacian_determinant`` by its closed form
     (no autograd pass), differentiable once more (``marginals_backward``)."""
-    return _Marginals.apply(scores, lengths, dtype)
+    return _Marginals.apply(scores, lengths, dtype, facts)
 
 
 class MatrixTree(TreeDistribution):
@@ -486,6 +516,18 @@ class MatrixTree(TreeDistribution):
         super().__init__(scores, lengths)
         if not self.finite:
             check_real_arcs_finite(scores, self.lengths, type(self).__name__)
+        self.facts = ScoreFacts(lengths is None, self.spread)
+
+    def _check_scores(self, scores: torch.Tensor) -> bool:
+        """As every structure's, by the scores' lowest and highest value, kept in
+        ``spread`` (None unless both are finite) for the weights' shift."""
+        self.spread = None
+        if scores.numel():
+            low, high = (bound.item() for bound in torch.aminmax(scores.detach()))
+            if math.isfinite(low) and math.isfinite(high):
+                self.spread = (low, high)
+                return True
+        return super()._check_scores(scores)
 
     def _max_length(self, scores: torch.Tensor) -> int:
         return scores.shape[-1] - 1
@@ -493,13 +535,13 @@ class MatrixTree(TreeDistribution):
     def _inside(self, scores: torch.Tensor, semiring: Semiring) -> torch.Tensor:
         if semiring is not LogSemiring:
             raise NotImplementedError("MatrixTree sums over trees; its best tree is by CLE")
-        return log_laplacian_determinant(scores, self.lengths, self.dtype)
+        return log_laplacian_determinant(scores, self.lengths, self.dtype, self.facts)
 
     @property
     def marginals(self) -> torch.Tensor:
         """Each arc's probability (B, n+1, n+1): the gradient of log Z, by its closed form
         (``arc_marginals``), differentiable when the scores need grad."""
-        return arc_marginals(self.scores, self.lengths, self.dtype)
+        return arc_marginals(self.scores, self.lengths, self.dtype, self.facts)
 
     @property
     def argmax(self) -> torch.Tensor:
