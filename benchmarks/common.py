@@ -192,11 +192,18 @@ def fmt(value: float | None, digits: int = 1) -> str:
 
 # ---------------------------------------------------------------- options
 def add_run_arguments(
-    parser: argparse.ArgumentParser, outputs: str, case_seconds: float, quick: str
+    parser: argparse.ArgumentParser,
+    outputs: str,
+    case_seconds: float,
+    quick: str,
+    repeats: int = 10,
 ) -> None:
     """Options every benchmark takes: repeats, device, threads, seed, output, --quick."""
     parser.add_argument(
-        "--repeats", type=int, default=10, help="most timed repeats per case (default 10)"
+        "--repeats",
+        type=int,
+        default=repeats,
+        help=f"most timed repeats per case (default {repeats})",
     )
     parser.add_argument(
         "--case-seconds",
