@@ -252,38 +252,39 @@ def lu_solve_laplacian(weights: torch.Tensor) -> LUSolution:
     inverse_t = torch.linalg.lu_solve(lu, swaps, right, adjoint=True)  # left=False: less exact
     marginals = weighted_adjoint(inverse_t, weights)
     pivots = lu.diagonal(dim1=-2, dim2=-1)
-    # det > 0: an even count of row swaps and negative pivots (summed at once as an xor).
-    odd = ((swaps != unswapped_pivots(n, swaps.device)) ^ (pivots < 0)).sum(-1) % 2
-    trusted = trusted_items(marginals, odd)
+    # The determinant's sign: its pivots', each flipped where the LU swapped rows (exact:
+    # a product of -1, 0 and 1).
+    swapped = swaps != unswapped_pivots(n, swaps.device)
+    det_sign = torch.where(swapped, -pivots, pivots).sign_().prod(-1)
+    trusted = trusted_items(marginals, det_sign)
     return LUSolution(weights, inverse_t, marginals, pivots, trusted)
 
 
-def trusted_items(marginals: torch.Tensor, negative_det: torch.Tensor) -> torch.Tensor | None:
+def trusted_items(marginals: torch.Tensor, det_sign: torch.Tensor) -> torch.Tensor | None:
     """(B,) bool: which items' LU results to trust (None: all), from their marginals
-    (B, n+1, n+1) (column 0 is 0) and whether their determinant came out negative (B,).
+    (B, n+1, n+1) (column 0 is 0) and the sign of their determinant (B,).
 
     LU gets the determinant from differences, which cancel when the trees' total weight is
     far below the weights it is computed from (see the module docstring). The check needs
     no reference: the marginals must give each word exactly one head. Cancellation breaks
     that identity as much as the marginals themselves, so an item is trusted when its head
     marginals sum to 1 within sqrt(eps) and none is below -sqrt(eps), and its determinant is
-    positive and finite. Untrusted items' values are meaningless (maybe NaN). The batch is
-    checked as a whole first (fewer operations); only when it fails, item by item.
+    positive and finite. Untrusted items' values are meaningless (maybe NaN).
+
+    All three tests are one: the head sums of column 0 (the root's, 0) are replaced by the
+    determinant's sign plus the lowest marginal (at most 0, as column 0 holds zeros), which
+    is within sqrt(eps) of 1 exactly when the sign is 1 and no marginal is below
+    -sqrt(eps). The batch is looked at as a whole first (one transfer), item by item only
+    when it fails.
     """
     tolerance = torch.finfo(marginals.dtype).eps ** 0.5
-    # Head sums of 1 and no marginal below 0 bound each marginal by 1 + n * tolerance.
     # (A singular LU gives an infinite log det and NaN or inf marginals: never trusted.)
-    head_sums = marginals.sum(1)[:, 1:]
-    low, high = torch.aminmax(head_sums)
-    # One look at four numbers: the head sums' range, the lowest marginal, negative dets.
-    low, high, lowest, negatives = torch.stack(
-        [low, high, marginals.amin(), negative_det.sum().to(low.dtype)]
-    ).tolist()
-    if max(high - 1, 1 - low) <= tolerance and lowest >= -tolerance and negatives == 0:
+    head_sums = marginals.sum(1)
+    torch.add(det_sign, marginals.amin(dim=(1, 2)), out=head_sums[:, 0])
+    low, high = torch.stack(torch.aminmax(head_sums)).tolist()
+    if max(high - 1, 1 - low) <= tolerance:
         return None
-    head_sum_error = (head_sums - 1).abs().amax(1)
-    lowest = marginals.amin(dim=(1, 2))
-    return (negative_det == 0) & (head_sum_error <= tolerance) & (lowest >= -tolerance)
+    return ((head_sums - 1).abs() <= tolerance).all(1)
 
 
 def lu_log_det_and_gradient(
