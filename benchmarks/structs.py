@@ -42,10 +42,11 @@ Inputs are converted to each library's convention before timing. The timed cells
 - the best tree: the library's public ``argmax``, on scores that require grad
   (torch-struct's ``DependencyCRF.argmax`` fails on others).
 
-Each task is timed in rounds that call every library once, in turn, each round starting one
-library later (``common.interleaved_median_ms``): medians of up to ``--repeats`` rounds
-(about ``--case-seconds`` per library), so a slow spell of a shared machine falls on all
-alike. The ratio is ours / the faster library; the targets (``target``) are the issue's:
+Each task is timed in rounds that call every library once, in an order drawn anew each round
+(``common.interleaved_median_ms``): medians of up to ``--repeats`` rounds (about
+``--case-seconds`` per library), so a slow spell of a shared machine falls on all alike and
+each library follows each other one as often (a step runs slower after one that filled the
+caches). The ratio is ours / the faster library; the targets (``target``) are the issue's:
 CKY at most 0.8 at n = 20 and 0.5 at n = 80 (the parser decodes with it every step), every
 other cell at most 1. A table gives each cell's ratio per size with pass / MISS.
 
@@ -1021,7 +1022,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Machine: {machine_line(info)} ({info['cpu_cores']} cores); {libs}. Batch "
         f"{args.batch}, every item exactly n words, float32 N(0, 1) scores (seeded), CKY "
         f"with {args.labels} labels; median ms of up to {args.repeats} interleaved rounds "
-        "(every library once per round, in turn). log Z + marginals: log Z, then its "
+        "(every library once per round, in an order drawn anew each round). log Z + "
+        "marginals: log Z, then its "
         "gradient by torch.autograd.grad; `.marginals` property: the library's own, on "
         "scores that require grad; best tree: the library's argmax. 'lengths given' passes "
         "lengths (all n), 'no lengths' passes none. ours/faster: ours divided by the faster "
