@@ -127,10 +127,13 @@ def interleaved_median_ms(
     min_repeats: int = 2,
 ) -> dict[str, tuple[float, int]]:
     """Median wall time (ms) of each step and the rounds used, timed in rounds that run
-    every step once, each round starting one step later: a slow spell of the machine then
-    falls on all of them alike, which one-after-another timing does not give. One warm-up
-    round first; as many rounds as give each step about ``case_seconds``, within
-    [min_repeats, max_repeats]."""
+    every step once, in an order drawn anew for each round (seeded): a slow spell of the
+    machine then falls on all of them alike, which one-after-another timing does not give,
+    and each step follows each other one equally often. (Rotating one order instead keeps
+    who follows whom: with three steps, the first follows the third in two rounds of three,
+    and on a CPU a step runs slower after one that fills the caches with its own data.)
+    One warm-up round first; as many rounds as give each step about ``case_seconds``,
+    within [min_repeats, max_repeats]."""
     names = list(steps)
     if not names:
         return {}
@@ -143,8 +146,9 @@ def interleaved_median_ms(
     budget = int(case_seconds * len(names) / round_seconds)
     repeats = max(min(min_repeats, max_repeats), min(max_repeats, budget))
     times: dict[str, list[float]] = {name: [] for name in names}
-    for index in range(repeats):
-        for name in names[index % len(names) :] + names[: index % len(names)]:
+    order = random.Random(0)
+    for _ in range(repeats):
+        for name in order.sample(names, len(names)):
             synchronize(device)
             begin = time.perf_counter()
             steps[name]()
@@ -192,11 +196,18 @@ def fmt(value: float | None, digits: int = 1) -> str:
 
 # ---------------------------------------------------------------- options
 def add_run_arguments(
-    parser: argparse.ArgumentParser, outputs: str, case_seconds: float, quick: str
+    parser: argparse.ArgumentParser,
+    outputs: str,
+    case_seconds: float,
+    quick: str,
+    repeats: int = 10,
 ) -> None:
     """Options every benchmark takes: repeats, device, threads, seed, output, --quick."""
     parser.add_argument(
-        "--repeats", type=int, default=10, help="most timed repeats per case (default 10)"
+        "--repeats",
+        type=int,
+        default=repeats,
+        help=f"most timed repeats per case (default {repeats})",
     )
     parser.add_argument(
         "--case-seconds",

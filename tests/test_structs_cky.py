@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 from tests.strategies import binary_trees
+from treeattn.structs.base import LogSemiring, MaxSemiring
 from treeattn.structs.cky import CKY, spans_tensor, spans_to_trees, tree_spans
 from treeattn.trees import Tree
 
@@ -396,3 +397,44 @@ def test_infinite_scores_in_real_cells_are_refused_as_for_every_structure() -> N
     padded = scores.clone()
     padded[1, :, 2] = torch.inf  # past the second item's 2 words: never read
     assert torch.isfinite(CKY(padded, torch.tensor([3, 2])).log_partition).all()
+
+
+# ---------------------------------------------------------------------- the fast path
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 1e3])
+@pytest.mark.parametrize(("n", "n_labels"), [(1, 3), (2, 1), (7, 4)])
+def test_fast_passes_match_the_autograd_reference(scale: float, n: int, n_labels: int) -> None:
+    # The hand-written passes (inside with its outside pass, Viterbi with backtracking)
+    # against autograd through ``_inside``, which the brute-force tests pin down; scale 1e3
+    # takes the per-cell label shift, the others one shift for the batch.
+    torch.manual_seed(11)
+    lengths = torch.tensor([n, max(1, n - 3), 1])
+    scores = (torch.randn(3, n, n, n_labels, dtype=DTYPE) * scale).requires_grad_()
+    cky = CKY(scores, lengths)
+    reference = cky._inside(scores, LogSemiring)
+    assert_close(cky.log_partition, reference)
+    (expected,) = torch.autograd.grad(reference.sum(), scores)
+    (marginals,) = torch.autograd.grad(cky.log_partition.sum(), scores)
+    assert_close(marginals, expected)
+    best = cky._inside(scores, MaxSemiring)
+    (expected_argmax,) = torch.autograd.grad(best.sum(), scores)
+    assert_close(cky.argmax, expected_argmax)
+    assert_close(cky.max, best)
+
+
+def test_fast_backward_runs_twice_with_retain_graph() -> None:
+    torch.manual_seed(12)
+    scores = torch.randn(2, 6, 6, 3, dtype=DTYPE, requires_grad=True)
+    log_z = CKY(scores, torch.tensor([6, 4])).log_partition.sum()
+    (first,) = torch.autograd.grad(log_z, scores, retain_graph=True)
+    (second,) = torch.autograd.grad(log_z, scores)
+    assert_close(first, second)
+
+
+def test_argmax_breaks_ties_into_one_tree() -> None:
+    # Every tree and label scores 0: still one binary tree with one label per span.
+    argmax = CKY(torch.zeros(2, 6, 6, 3), torch.tensor([6, 3])).argmax
+    assert ((argmax == 0) | (argmax == 1)).all()
+    for spans, length in zip(tree_spans(argmax, [6, 3]), [6, 3], strict=True):
+        assert is_binary_tree(spans, length)

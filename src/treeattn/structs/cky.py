@@ -5,16 +5,30 @@ one-word spans included), each span with exactly one label. Charts are (B, n, n,
 ``parts[b, i, j, l]`` is the span over words ``i..j`` *inclusive* with label ``l``. The
 span lists used by ``Tree.spans`` are ``(label, start, end)`` with ``end`` exclusive;
 ``spans_tensor``, ``tree_spans`` and ``spans_to_trees`` convert between the two.
+
+``CKY._inside`` is the dynamic program written for autograd (one loop over span width),
+the reference. The properties take a faster path with the same results: labels reduced
+once, two charts filled in place (no autograd), the marginals by a hand-written outside
+pass (``log_inside``, ``log_outside``) and the best tree by Viterbi maxima and backtracking
+of the best splits (``max_inside``, ``backtrack``), each one loop over span width.
+Second derivatives (marginals of scores that need grad) go through the reference.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 
-from treeattn.structs.base import Semiring, TreeDistribution, check_lengths
+from treeattn.structs.base import (
+    LogSemiring,
+    Semiring,
+    TreeDistribution,
+    check_lengths,
+    gradient_of,
+)
 from treeattn.trees.tree import LabeledSpan, Tree
 
 SpanIds = tuple[int, int, int]  # (label id, start, end exclusive)
@@ -66,8 +80,43 @@ class CKY(TreeDistribution):
             )
         return scores.shape[1]
 
+    @property
+    def log_partition(self) -> torch.Tensor:
+        """(B,) log of the sum over trees of exp(tree score)."""
+        return self._log_partition_of(self.scores)
+
+    def _log_partition_of(self, scores: torch.Tensor) -> torch.Tensor:
+        real_cells = None if self.finite else self._real_cells()
+        return _LogPartition.apply(
+            scores, self.lengths, real_cells, lambda again: self._inside(again, LogSemiring)
+        )
+
+    @property
+    def marginals(self) -> torch.Tensor:
+        """Each labeled span's probability of being in the tree (B, n, n, L): the gradient of
+        log Z, by the hand-written outside pass (or, when the scores need grad, through the
+        autograd reference, so that the marginals are differentiable)."""
+        return gradient_of(self._log_partition_of, self.scores)
+
+    @property
+    def argmax(self) -> torch.Tensor:
+        """The best tree (B, n, n, L) 0/1, by Viterbi with best splits kept and followed back
+        from the root (no autograd); no graph."""
+        scores = self.scores.detach()
+        if not self.finite:
+            scores = scores.masked_fill(~self._real_cells()[..., None], 0.0)
+        by_start, by_end = max_inside(reduce_labels_max(scores))
+        return label_one_hot(scores, backtrack(by_start, by_end, self.lengths))
+
+    @property
+    def max(self) -> torch.Tensor:
+        """(B,) the best tree's score, differentiable (its gradient is the best tree)."""
+        return self.score(self.argmax)
+
     def _inside(self, scores: torch.Tensor, semiring: Semiring) -> torch.Tensor:
-        """(B,) inside value of the root span of each item, by one loop over span width.
+        """(B,) inside value of the root span of each item, by one loop over span width,
+        written for autograd: the reference of the fast path (``log_inside``,
+        ``log_outside``, ``max_inside``, ``backtrack``), and the route of second derivatives.
 
         Two charts hold the inside values found so far, both (B, n, widths so far):
         ``by_start[:, i, w - 1]`` is the span of width ``w`` starting at word ``i``, and
@@ -122,6 +171,193 @@ class CKY(TreeDistribution):
                 f"gold of shape {tuple(gold.shape)} for scores {tuple(self.scores.shape)}"
             )
         return CKY(self.scores + (1 - gold.to(self.scores.dtype)), self.lengths)
+
+
+# ---------------------------------------------------------------------- the fast path
+#
+# Charts (B, n, n) of inside values, filled in place one span width at a time (no
+# autograd: each pass has a hand-written counterpart). ``by_start[b, i, w - 1]`` holds the
+# span of width ``w`` starting at word ``i``; ``by_end[b, j, n - w]`` the span of width
+# ``w`` ending at word ``j``, widths stored backwards so that, for the spans of width
+# ``w``, the left parts ``by_start[:, :starts, :w - 1]`` and the right parts
+# ``by_end[:, w - 1:, n - w + 1:]`` are two strided views in the same split order (left
+# width 1, 2, ..., w - 1): two charts, no copies.
+
+
+def reduce_labels_log(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(span log-sums over labels (B, n, n), label weights (B, n, n, L), their sums
+    (B, n, n)): ``logsumexp`` over labels as ``log(sum(exp(scores - shift))) + shift``; the
+    labels' marginals are then ``weights / sums`` times the span's.
+
+    ``logsumexp`` and ``amax`` over a short last dimension are about 10x slower on a CPU
+    than ``exp`` and ``sum`` over the same tensor, so a batch whose scores spread little
+    shifts by one number, its largest score (every cell's largest weight stays a normal
+    float, so no precision is lost), and only a batch of wider spread by each cell's own
+    maximum.
+    """
+    low, high = (bound.item() for bound in torch.aminmax(scores))
+    if high - low <= -0.9 * math.log(torch.finfo(scores.dtype).tiny):
+        weights = (scores - high).exp_()
+        sums = weights.sum(-1)
+        return sums.log().add_(high), weights, sums
+    shift = scores.amax(-1, keepdim=True)
+    weights = (scores - shift).exp_()
+    sums = weights.sum(-1)
+    return sums.log().add_(shift.squeeze(-1)), weights, sums
+
+
+def reduce_labels_max(scores: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) the best label score of each span. Halving the labels with overlapping
+    halves (max is idempotent) beats ``amax`` over the short last dimension."""
+    while scores.shape[-1] > 1:
+        labels = scores.shape[-1]
+        half = (labels + 1) // 2
+        scores = torch.maximum(scores[..., :half], scores[..., labels - half :])
+    return scores[..., 0]
+
+
+def new_charts(spans: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Empty ``by_start`` and ``by_end`` charts (see above) with the one-word spans filled
+    in from span values (B, n, n); entries never written are never read."""
+    batch, n, _ = spans.shape
+    by_start, by_end = spans.new_empty(batch, n, n), spans.new_empty(batch, n, n)
+    words = spans.diagonal(dim1=1, dim2=2)
+    by_start[:, :, 0] = words
+    by_end[:, :, n - 1] = words
+    return by_start, by_end
+
+
+def split_parts(
+    by_start: torch.Tensor, by_end: torch.Tensor, width: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The left and right parts (B, starts, width - 1) of every span of ``width``, in split
+    order (views)."""
+    n = by_start.shape[1]
+    return by_start[:, : n - width + 1, : width - 1], by_end[:, width - 1 :, n - width + 1 :]
+
+
+def store(by_start: torch.Tensor, by_end: torch.Tensor, width: int, values: torch.Tensor):
+    """Write the values (B, starts) of the spans of ``width`` into both charts."""
+    n = by_start.shape[1]
+    by_start[:, : n - width + 1, width - 1] = values
+    by_end[:, width - 1 :, n - width] = values
+
+
+def log_inside(spans: torch.Tensor) -> tuple[torch.Tensor, list]:
+    """The ``by_start`` chart of inside log-sums from span values (B, n, n), and per width
+    from 2 on, the splits' weights (B, starts, width - 1) and their sums (B, starts), from
+    which ``log_outside`` takes each split's share."""
+    n = spans.shape[1]
+    by_start, by_end = new_charts(spans)
+    shares = []
+    for width in range(2, n + 1):
+        left, right = split_parts(by_start, by_end, width)
+        splits = left + right
+        shift = splits.amax(-1, keepdim=True)
+        weights = splits.sub_(shift).exp_()
+        sums = weights.sum(-1)
+        values = sums.log().add_(shift.squeeze(-1)).add_(spans.diagonal(width - 1, 1, 2))
+        store(by_start, by_end, width, values)
+        shares.append((weights, sums))
+    return by_start, shares
+
+
+def log_outside(shares: list, root_gradient: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) the gradient of the root values with respect to the span values, from the
+    splits' weights of ``log_inside`` and ``root_gradient`` (B, n, n) on ``by_start``
+    (nonzero at each item's root).
+
+    Backpropagation by hand, widest spans first: a span's gradient, once all its parents
+    are done, goes to its own value and, split by split in proportion to each split's
+    weight, to its two parts."""
+    n = root_gradient.shape[1]
+    to_start, to_end = root_gradient.clone(), torch.zeros_like(root_gradient)
+    gradient = torch.zeros_like(root_gradient)
+    for width in range(n, 1, -1):
+        starts = n - width + 1
+        total = to_start[:, :starts, width - 1] + to_end[:, width - 1 :, n - width]
+        gradient.diagonal(width - 1, 1, 2).copy_(total)
+        weights, sums = shares[width - 2]
+        to_parts = weights * (total / sums).unsqueeze(-1)
+        left, right = split_parts(to_start, to_end, width)
+        left += to_parts
+        right += to_parts
+    gradient.diagonal(dim1=1, dim2=2).copy_(to_start[:, :, 0] + to_end[:, :, n - 1])
+    return gradient
+
+
+def max_inside(spans: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``by_start`` and ``by_end`` charts of best scores from span values (B, n, n)
+    (Viterbi). Only the maxima: which split attains one is found by ``backtrack`` for the
+    spans of the best tree alone (a ``max`` with indices over every span costs 4x more)."""
+    n = spans.shape[1]
+    by_start, by_end = new_charts(spans)
+    for width in range(2, n + 1):
+        left, right = split_parts(by_start, by_end, width)
+        values = (left + right).amax(-1).add_(spans.diagonal(width - 1, 1, 2))
+        store(by_start, by_end, width, values)
+    return by_start, by_end
+
+
+def backtrack(by_start: torch.Tensor, by_end: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) bool: the spans ``[i, j]`` (inclusive) of each item's best tree, from the
+    charts of ``max_inside``: from the roots down, each chosen span's best split (the first,
+    on ties) marks its two parts."""
+    batch, n, _ = by_start.shape
+    chosen = torch.zeros(by_start.shape, dtype=torch.bool, device=by_start.device)
+    chosen[torch.arange(batch, device=chosen.device), 0, lengths - 1] = True
+    for width in range(n, 1, -1):
+        items, starts = chosen.diagonal(width - 1, 1, 2).nonzero(as_tuple=True)
+        lasts = starts + width - 1
+        splits = by_start[items, starts, : width - 1] + by_end[items, lasts, n - width + 1 :]
+        middles = starts + splits.argmax(-1)  # the left part's last word
+        chosen[items, starts, middles] = True
+        chosen[items, middles + 1, lasts] = True
+    return chosen
+
+
+def label_one_hot(scores: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """(B, n, n, L) 0/1: the best label (the first, on ties) of each chosen span
+    (``chosen`` (B, n, n) bool)."""
+    items, starts, lasts = chosen.nonzero(as_tuple=True)
+    labels = scores[items, starts, lasts].argmax(-1)
+    parts = torch.zeros_like(scores)
+    parts[items, starts, lasts, labels] = 1.0
+    return parts
+
+
+class _LogPartition(torch.autograd.Function):
+    """log Z (B,) from scores (B, n, n, L) by ``log_inside``; its backward is ``log_outside``
+    (the marginals). A second derivative (``create_graph``) differentiates ``reference``,
+    the inside pass written for autograd, instead."""
+
+    @staticmethod
+    def forward(ctx, scores, lengths, real_cells, reference):
+        work = scores.detach()
+        if real_cells is not None:  # scores hold +-inf somewhere: clear the unread cells
+            work = work.masked_fill(~real_cells[..., None], 0.0)
+        spans, label_weights, label_sums = reduce_labels_log(work)
+        by_start, shares = log_inside(spans)
+        ctx.save_for_backward(scores, lengths)
+        ctx.reference, ctx.shares = reference, shares
+        ctx.label_weights, ctx.label_sums = label_weights, label_sums
+        return by_start[:, 0].gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
+
+    @staticmethod
+    def backward(ctx, grad_log_z):
+        scores, lengths = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            (gradient,) = torch.autograd.grad(
+                ctx.reference(scores), scores, grad_log_z, create_graph=True
+            )
+            return gradient, None, None, None
+        batch, n = scores.shape[:2]
+        root = grad_log_z.new_zeros(batch, n, n)
+        root[torch.arange(batch, device=root.device), 0, lengths - 1] = grad_log_z
+        span_gradient = log_outside(ctx.shares, root)
+        # Each label takes its share of its span's gradient.
+        gradient = ctx.label_weights * (span_gradient / ctx.label_sums).unsqueeze(-1)
+        return gradient, None, None, None
 
 
 def spans_tensor(
