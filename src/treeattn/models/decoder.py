@@ -1,0 +1,192 @@
+"""Causal Transformer decoder for translation: pre-LN layers of masked self-attention,
+cross-attention to the encoder and a feed-forward block, output tied to the target
+embeddings; decoding step by step with cached keys and values.
+
+The cross-attention is plain multi-head attention over the encoder's states, or, behind
+a tree encoder, the tree cross-attention of Nguyen et al. (2020, Eqs. 21-24) over the
+source tree's leaves and accumulated nodes. Either reads the encoder once per sentence
+(``memory``) and attends to it at every step (``attend``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from treeattn.attention.hierarchical import TreeCrossAttention
+from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.data.tree_tensors import TreeTensors
+from treeattn.models.encoder import init_embedding, sinusoidal_positions
+
+
+@dataclass
+class Memory:
+    """One layer's view of the source: keys and values (B, H, S, k), and the keys a query
+    may see (B, 1, 1, S)."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    allowed: torch.Tensor
+
+    def select(self, rows: torch.Tensor) -> Memory:
+        """The rows ``rows`` of the batch (to copy a sentence into its beams)."""
+        return Memory(self.keys[rows], self.values[rows], self.allowed[rows])
+
+
+@dataclass
+class Source:
+    """What the encoder gives the decoder: states (B, S, d) with their padding (B, S), or
+    for a tree encoder the leaves (B, n, d), nodes (B, m, d) and their trees."""
+
+    states: torch.Tensor | None = None
+    pad_mask: torch.Tensor | None = None
+    leaves: torch.Tensor | None = None
+    nodes: torch.Tensor | None = None
+    trees: TreeTensors | None = None
+
+
+class CrossAttention(nn.Module):
+    """Multi-head attention of target queries over the encoder's states."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
+        super().__init__()
+        self.n_heads, self.dropout = n_heads, dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key_value = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def memory(self, source: Source) -> Memory:
+        k, v = (split_heads(t, self.n_heads) for t in self.key_value(source.states).chunk(2, -1))
+        return Memory(k, v, ~source.pad_mask[:, None, None, :])
+
+    def attend(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        return attend(self, queries, memory)
+
+
+class TreeMemoryAttention(TreeCrossAttention):
+    """The tree cross-attention (Eqs. 21-24) with the source read once per sentence."""
+
+    def memory(self, source: Source) -> Memory:
+        leaves, nodes, trees = source.leaves, source.nodes, source.trees
+        keys = split_heads(self.key(torch.cat([nodes, leaves], dim=1)), self.n_heads)
+        key_pad = torch.cat([trees.node_pad_mask, trees.leaf_pad_mask], dim=1)
+        return Memory(keys, self.tree_values(leaves, nodes, trees), ~key_pad[:, None, None, :])
+
+    def attend(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        return attend(self, queries, memory)
+
+
+def attend(module: nn.Module, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+    """Queries (B, t, d) projected by ``module.query``, attending over ``memory``, heads
+    merged and projected by ``module.out``."""
+    q = split_heads(module.query(queries), module.n_heads)
+    p = module.dropout if module.training else 0.0
+    mixed = F.scaled_dot_product_attention(
+        q, memory.keys, memory.values, attn_mask=memory.allowed, dropout_p=p
+    )
+    return module.out(merge_heads(mixed))
+
+
+class CausalSelfAttention(nn.Module):
+    """Masked self-attention over the target prefix; with a ``cache`` (a dict this layer
+    owns an entry of) the keys and values of earlier steps are kept, so a step costs one
+    position."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
+        super().__init__()
+        self.n_heads, self.dropout = n_heads, dropout
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))
+        if cache is not None:
+            if self in cache:
+                k = torch.cat([cache[self][0], k], dim=2)
+                v = torch.cat([cache[self][1], v], dim=2)
+            cache[self] = (k, v)
+        p = self.dropout if self.training else 0.0
+        # Padding comes after every real target word, so the causal mask alone keeps real
+        # queries off it; a single step (cached) sees the whole prefix.
+        causal = q.shape[2] > 1
+        mixed = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
+        return self.out(merge_heads(mixed))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, tree: bool):
+        super().__init__()
+        self.self_norm = nn.LayerNorm(d_model)
+        self.self_attn = CausalSelfAttention(d_model, n_heads, dropout)
+        self.cross_norm = nn.LayerNorm(d_model)
+        cross = TreeMemoryAttention if tree else CrossAttention
+        self.cross = cross(d_model, n_heads, dropout)
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, memory: Memory, cache: dict | None = None):
+        x = x + self.dropout(self.self_attn(self.self_norm(x), cache))
+        x = x + self.dropout(self.cross.attend(self.cross_norm(x), memory))
+        return x + self.dropout(self.ff(self.ff_norm(x)))
+
+
+class TransformerDecoder(nn.Module):
+    """Target ids (B, t) and the source -> next-word logits (B, t, V).
+
+    ``tree=True`` gives every layer the tree cross-attention (for the hierarchical
+    encoder); the output layer shares the target embedding matrix (Press & Wolf 2017).
+    Targets longer than ``max_length`` are an error, never truncated.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 256,
+        n_heads: int = 4,
+        n_layers: int = 3,
+        d_ff: int = 1024,
+        dropout: float = 0.1,
+        max_length: int = 256,
+        tree: bool = False,
+    ) -> None:
+        super().__init__()
+        self.d_model, self.max_length = d_model, max_length
+        self.embed = nn.Embedding(vocab_size, d_model, padding_idx=0)
+        init_embedding(self.embed, d_model)
+        self.register_buffer(
+            "position_table", sinusoidal_positions(max_length, d_model), persistent=False
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, tree) for _ in range(n_layers)
+        )
+        self.final_norm = nn.LayerNorm(d_model)
+
+    def memories(self, source: Source) -> list[Memory]:
+        """Each layer's keys and values of the source, computed once per sentence."""
+        return [layer.cross.memory(source) for layer in self.layers]
+
+    def forward(
+        self,
+        targets: torch.Tensor,
+        memories: list[Memory],
+        cache: dict | None = None,
+        start: int = 0,
+    ) -> torch.Tensor:
+        """``targets`` (B, t) hold positions ``start`` .. ``start + t - 1``; with a
+        ``cache`` the earlier positions come from it (step-by-step decoding)."""
+        end = start + targets.shape[1]
+        if end > self.max_length:
+            raise ValueError(f"target of {end} tokens is longer than max_length={self.max_length}")
+        positions = self.position_table[start:end]
+        x = self.dropout(self.embed(targets) * math.sqrt(self.d_model) + positions)
+        for layer, memory in zip(self.layers, memories, strict=True):
+            x = layer(x, memory, cache)
+        return self.final_norm(x) @ self.embed.weight.T
