@@ -63,6 +63,11 @@ def test_cached_steps_equal_teacher_forcing(tree):
     cache: dict = {}
     steps = [model(targets[:, t : t + 1], memories, cache, start=t) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, dim=1), forced)
+    # A cached prefix followed by several new words at once.
+    cache = {}
+    head = model(targets[:, :2], memories, cache)
+    tail = model(targets[:, 2:], memories, cache, start=2)
+    torch.testing.assert_close(torch.cat([head, tail], dim=1), forced)
 
 
 @pytest.mark.parametrize("tree", [False, True])

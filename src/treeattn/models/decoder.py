@@ -111,9 +111,11 @@ class CausalSelfAttention(nn.Module):
             cache[self] = (k, v)
         p = self.dropout if self.training else 0.0
         # Padding comes after every real target word, so the causal mask alone keeps real
-        # queries off it; a single step (cached) sees the whole prefix.
-        causal = q.shape[2] > 1
-        mixed = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
+        # queries off it. The t new positions are the last t of the k keys: position i
+        # sees keys up to k - t + i (a single cached step sees the whole prefix).
+        t, k_len = q.shape[2], k.shape[2]
+        allowed = torch.ones(t, k_len, dtype=torch.bool, device=q.device).tril(k_len - t)
+        mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p)
         return self.out(merge_heads(mixed))
 
 
