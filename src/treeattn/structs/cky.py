@@ -95,7 +95,9 @@ class CKY(TreeDistribution):
     def marginals(self) -> torch.Tensor:
         """Each labeled span's probability of being in the tree (B, n, n, L): the gradient of
         log Z, by the hand-written outside pass (or, when the scores need grad, through the
-        autograd reference, so that the marginals are differentiable)."""
+        autograd reference alone, so that the marginals are differentiable)."""
+        if self.scores.requires_grad and torch.is_grad_enabled():
+            return super().marginals  # the fast pass would be thrown away
         return gradient_of(self._log_partition_of, self.scores)
 
     @property
