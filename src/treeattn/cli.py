@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,9 +20,10 @@ treeattn: syntax inside Transformer attention.
 
 Train, evaluate and run Transformer encoders whose attention mechanism is chosen by
 name (and tree encoders: hierarchical accumulation, Tree-LSTM) on a task (classify,
-mlm, parse), parse raw text with the label attention parser, look at what models learned
-(attention maps, latent trees, induced constituency trees, label attention heads), read
-and score parse trees, and run the built-in ListOps demo.
+mlm, parse, translate), parse raw text with the label attention parser, translate with a
+trained model, look at what models learned (attention maps, latent trees, induced
+constituency trees, label attention heads, cross-attention on phrase nodes), read and
+score parse trees, and run the built-in ListOps demo.
 """
 
 EPILOG = """\
@@ -30,6 +32,7 @@ examples:
   treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/sst5-s2
   treeattn evaluate runs/sst5-s2/best.pt test
   printf 'The cat sat on the mat.\nDogs bark.\n' | treeattn parse
+  echo "A dog runs on the beach." | treeattn translate runs/multi30k-vanilla/best.pt
   echo "a gorgeous , witty film" | treeattn predict runs/sst5-s2/best.pt -
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn latent-trees runs/sst5-structured/best.pt test
@@ -153,6 +156,117 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_translate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "translate",
+        help="translate raw text with a translation checkpoint, one line a sentence",
+        description="Translate sentences, one per line, with a checkpoint of a translate run: "
+        "one detokenized line out per line in, in order, an empty line for an empty line. A "
+        "model whose encoder reads trees parses the input first with the parser it was "
+        "trained with (or reads --trees). Beam search (--beam 1: greedy). A bad line (not "
+        "UTF-8, too long for the model) is an error naming file:line, exit status 2, and "
+        "with -o nothing is written unless every line was translated.",
+    )
+    p.add_argument("model", help="a best.pt or last.pt of a translate run")
+    p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
+    p.add_argument("--beam", type=_positive, help="beam size (default: the model's, 4)")
+    p.add_argument(
+        "--trees",
+        metavar="FILE",
+        help="the source trees, one bracketed tree per input line (empty where the line is), "
+        "leaves as the Penn Treebank tokenizes the line",
+    )
+    p.set_defaults(run=_translate)
+
+
+def _translate(args: argparse.Namespace) -> int:
+    def translate(lines: list[str], where: str) -> tuple[str, int, float]:
+        outputs, seconds = translate_lines(args.model, lines, where, args.beam, args.trees)
+        done = sum(1 for line in lines if line.strip())
+        return "".join(out + "\n" for out in outputs), done, seconds
+
+    return run_on_lines(args.input, args.out, translate, blank_lines=True)
+
+
+def run_on_lines(
+    source: str,
+    out: str | None,
+    work: Callable[[list[str], str], tuple[str, int, float]],
+    blank_lines: bool = False,
+) -> int:
+    """Read ``source``'s lines (blank ones kept with ``blank_lines``, else an error), run
+    ``work(lines, where)`` -> (text, sentences done, seconds spent on them once the model
+    was loaded), write the text to ``out`` only if it all succeeded, and say how fast it
+    went. Bad input: exit status 2, nothing written."""
+    from treeattn.errors import FormatError
+
+    try:
+        lines, where = read_all_lines(source) if blank_lines else read_text_lines(source)
+        text, done, seconds = work(lines, where)
+    except (FormatError, OSError, ValueError) as error:
+        print(f"treeattn: error: {error}", file=sys.stderr)
+        return 2
+    write_output(text, out)
+    rate = done / seconds if seconds > 0 else float("inf")
+    print(f"{done} sentences in {seconds:.1f} s ({rate:.1f} sentences/s)", file=sys.stderr)
+    return 0
+
+
+def translate_lines(
+    model: str, lines: list[str], where: str, beam: int | None, trees_file: str | None
+) -> tuple[list[str], float]:
+    """One translation per line of ``lines``, "" for a blank line, and the seconds they
+    took once the model was loaded (parsing the input included)."""
+    import time
+
+    from treeattn.errors import FormatError
+    from treeattn.tasks.trained import load_trained
+    from treeattn.tasks.translate import TranslateTask
+    from treeattn.trees.treebank import parse_treebank_line
+
+    trained = load_trained(model)
+    task = trained.task
+    if not isinstance(task, TranslateTask):
+        raise ValueError(f"{model}: a {trained.cfg.task} model, not a translation model")
+    started = time.perf_counter()
+    numbers = [k for k, line in enumerate(lines, start=1) if line.strip()]
+    trees = None
+    if trees_file is not None:
+        tree_lines, _ = read_all_lines(trees_file)
+        if len(tree_lines) != len(lines):
+            raise FormatError(
+                f"{len(tree_lines)} lines of trees for {len(lines)} input lines",
+                trees_file,
+                min(len(tree_lines), len(lines)) + 1,
+            )
+        trees = [parse_treebank_line(tree_lines[k - 1], trees_file, k) for k in numbers]
+    outputs = [""] * len(lines)
+    if not numbers:
+        return outputs, time.perf_counter() - started
+    pairs = task.sources([lines[k - 1] for k in numbers], where, numbers, trees, trees_file or "")
+    data = task.encode(pairs, where)
+    found = task.translations(trained.model, data, trained.device, beam, sys.stderr.isatty())
+    for k, text in zip(numbers, found, strict=True):
+        outputs[k - 1] = text
+    return outputs, time.perf_counter() - started
+
+
+def read_all_lines(source: str) -> tuple[list[str], str]:
+    """Every line of a UTF-8 file, or of standard input for ``-``, blank ones included (the
+    line break that ends the last line does not start another), and a name for errors."""
+    from treeattn.errors import decode_utf8, read_utf8
+
+    if source == "-":
+        text, where = decode_utf8(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+    else:
+        text, where = read_utf8(source), source
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines, where
+
+
 def _add_parse(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "parse",
@@ -175,29 +289,21 @@ def _add_parse(sub: argparse._SubParsersAction) -> None:
 def _parse(args: argparse.Namespace) -> int:
     import time
 
-    from treeattn.errors import FormatError
     from treeattn.parser import Parser
     from treeattn.trees.dependency import format_conllu
 
-    try:
-        lines, where = read_text_lines(args.input)
+    def parse(lines: list[str], where: str) -> tuple[str, int, float]:
         parser = Parser.load(args.model)
         if args.format == "brackets" and not parser.task.constituency:
             raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
         started = time.perf_counter()
         parsed = parser.parse(lines, args.tokenized, progress=sys.stderr.isatty(), where=where)
         seconds = time.perf_counter() - started
-    except (FormatError, OSError, ValueError) as error:
-        print(f"treeattn: error: {error}", file=sys.stderr)
-        return 2
-    if args.format == "brackets":
-        text = "".join(p.tree.to_brackets() + "\n" for p in parsed)
-    else:
-        text = format_conllu([p.dependencies for p in parsed])
-    write_output(text, args.out)
-    rate = len(parsed) / seconds if seconds > 0 else float("inf")
-    print(f"{len(parsed)} sentences in {seconds:.1f} s ({rate:.0f} sentences/s)", file=sys.stderr)
-    return 0
+        if args.format == "brackets":
+            return "".join(p.tree.to_brackets() + "\n" for p in parsed), len(parsed), seconds
+        return format_conllu([p.dependencies for p in parsed]), len(parsed), seconds
+
+    return run_on_lines(args.input, args.out, parse)
 
 
 def read_text_lines(source: str) -> tuple[list[str], str]:
@@ -224,6 +330,32 @@ def write_output(text: str, out: str | None) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
+
+
+def _add_cross_attention(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cross-attention",
+        help="how a tree translation model's decoder divides attention: phrase nodes vs words",
+        description="For a translation model with the hierarchical encoder: the share of the "
+        "decoder's cross-attention on the source tree's phrase nodes and on its leaves "
+        "(subword pieces), per layer, averaged over heads and every reference word of a "
+        "split read with teacher forcing (Nguyen et al. 2020, Table 4), beside the share "
+        "of nodes among the keys (what uniform attention would give).",
+    )
+    p.add_argument("model", help="a best.pt or last.pt of a translate run (hierarchical)")
+    p.add_argument("data", nargs="?", default="test_2016_flickr", help="split name or prefix")
+    p.set_defaults(run=_cross_attention)
+
+
+def _cross_attention(args: argparse.Namespace) -> int:
+    from treeattn.analysis.hierarchical import cross_attention_shares
+
+    shares = cross_attention_shares(args.model, args.data)
+    print(f"{shares['data']}: {shares['sentences']} sentences, {shares['words']} target words")
+    print(f"{'layer':<6} {'nodes %':>8} {'leaves %':>9} {'nodes among keys %':>19}")
+    for row in shares["layers"]:
+        print(f"{row['layer']:<6} {row['nodes']:>8.1f} {row['leaves']:>9.1f} {row['keys']:>19.1f}")
+    return 0
 
 
 def _add_label_heads(sub: argparse._SubParsersAction) -> None:
@@ -754,6 +886,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_evaluate,
         _add_predict,
         _add_parse,
+        _add_translate,
+        _add_cross_attention,
         _add_label_heads,
         _add_export,
         _add_report,

@@ -100,3 +100,48 @@ def draw_sentence(
     )
     tree = draw_tree(example.tree, out / f"tree-{index}.png", title=" ".join(example.tokens))
     return {"tree": tree, "attention": attention}
+
+
+@torch.no_grad()
+def cross_attention_shares(checkpoint: str | Path, source: str) -> dict[str, Any]:
+    """For a translation model with the hierarchical encoder: per decoder layer, the mean
+    percentage of cross-attention on phrase nodes and on leaves, over heads and every
+    reference word of ``source`` (a split or file prefix) read with teacher forcing, and
+    the mean percentage of nodes among the keys each word sees (uniform attention's share).
+    """
+    saved = load_trained(checkpoint)
+    if saved.cfg.task != "translate" or saved.cfg.model.attention != "hierarchical":
+        raise ValueError(
+            f"{checkpoint}: cross-attention on phrase nodes needs a translation model with "
+            f"the hierarchical encoder, not a {saved.cfg.task} model with "
+            f"{saved.cfg.model.attention!r}"
+        )
+    pairs, where = saved.read(source)
+    data = saved.encode(pairs, where)
+    layers = saved.cfg.model.decoder_layers or saved.cfg.model.n_layers
+    on_nodes, on_keys = [0.0] * layers, 0.0
+    words = 0
+    for indices in bucket_batches(data.lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
+        batch = data.batch(indices).to(saved.device)
+        record: list[torch.Tensor] = []
+        saved.model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1], record)
+        real = batch.targets[:, 1:] != 0  # (B, t) the reference words (end word included)
+        trees = batch.context["trees"]
+        m = trees.node_pad_mask.shape[1]
+        for layer, weights in enumerate(record):  # (B, H, t, m + n), nodes first
+            share = weights[..., :m].sum(-1).mean(1)  # (B, t)
+            on_nodes[layer] += float(share[real].sum())
+        nodes = (~trees.node_pad_mask).sum(1)
+        keys = nodes + (~trees.leaf_pad_mask).sum(1)
+        on_keys += float(((nodes / keys)[:, None] * real).sum())
+        words += int(real.sum())
+    rows = [
+        {
+            "layer": layer + 1,
+            "nodes": 100 * on_nodes[layer] / words,
+            "leaves": 100 - 100 * on_nodes[layer] / words,
+            "keys": 100 * on_keys / words,
+        }
+        for layer in range(layers)
+    ]
+    return {"data": where, "sentences": len(data), "words": words, "layers": rows}

@@ -26,8 +26,9 @@ class Subwords:
 
     @classmethod
     def learn(cls, sentences: Iterable[str], vocab_size: int, seed: int = 1) -> Subwords:
-        """A unigram model of ``vocab_size`` pieces (special ids included); one thread and
-        a fixed seed, so the same sentences give the same model."""
+        """A unigram model of at most ``vocab_size`` pieces (special ids included: fewer
+        when the sentences hold too few distinct pieces, as a small training subset may);
+        one thread and a fixed seed, so the same sentences give the same model."""
         spm.set_random_generator_seed(seed)
         buffer = io.BytesIO()
         spm.SentencePieceTrainer.train(
@@ -41,6 +42,7 @@ class Subwords:
             bos_id=BOS,
             eos_id=EOS,
             num_threads=1,
+            hard_vocab_limit=False,
             minloglevel=2,
             # Every sentence counts: none is sampled away or cut at a length limit.
             input_sentence_size=0,

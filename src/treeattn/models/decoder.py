@@ -63,12 +63,13 @@ class CrossAttention(nn.Module):
         k, v = (split_heads(t, self.n_heads) for t in self.key_value(source.states).chunk(2, -1))
         return Memory(k, v, ~source.pad_mask[:, None, None, :])
 
-    def attend(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
-        return attend(self, queries, memory)
+    def attend(self, queries: torch.Tensor, memory: Memory, record: list | None = None):
+        return attend(self, queries, memory, record)
 
 
 class TreeMemoryAttention(TreeCrossAttention):
-    """The tree cross-attention (Eqs. 21-24) with the source read once per sentence."""
+    """The tree cross-attention (Eqs. 21-24) with the source read once per sentence; its
+    keys and values are [nodes; leaves], nodes first."""
 
     def memory(self, source: Source) -> Memory:
         leaves, nodes, trees = source.leaves, source.nodes, source.trees
@@ -76,14 +77,20 @@ class TreeMemoryAttention(TreeCrossAttention):
         key_pad = torch.cat([trees.node_pad_mask, trees.leaf_pad_mask], dim=1)
         return Memory(keys, self.tree_values(leaves, nodes, trees), ~key_pad[:, None, None, :])
 
-    def attend(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
-        return attend(self, queries, memory)
+    def attend(self, queries: torch.Tensor, memory: Memory, record: list | None = None):
+        return attend(self, queries, memory, record)
 
 
-def attend(module: nn.Module, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+def attend(
+    module: nn.Module, queries: torch.Tensor, memory: Memory, record: list | None = None
+) -> torch.Tensor:
     """Queries (B, t, d) projected by ``module.query``, attending over ``memory``, heads
-    merged and projected by ``module.out``."""
+    merged and projected by ``module.out``. ``record`` (a list) gets the attention
+    probabilities (B, H, t, S), without dropout."""
     q = split_heads(module.query(queries), module.n_heads)
+    if record is not None:
+        scores = (q @ memory.keys.transpose(-1, -2)) * q.shape[-1] ** -0.5
+        record.append(scores.masked_fill(~memory.allowed, float("-inf")).softmax(-1))
     p = module.dropout if module.training else 0.0
     mixed = F.scaled_dot_product_attention(
         q, memory.keys, memory.values, attn_mask=memory.allowed, dropout_p=p
@@ -120,22 +127,34 @@ class CausalSelfAttention(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, tree: bool):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float,
+        tree: bool,
+        tree_options: dict | None = None,
+    ):
         super().__init__()
         self.self_norm = nn.LayerNorm(d_model)
         self.self_attn = CausalSelfAttention(d_model, n_heads, dropout)
         self.cross_norm = nn.LayerNorm(d_model)
-        cross = TreeMemoryAttention if tree else CrossAttention
-        self.cross = cross(d_model, n_heads, dropout)
+        if tree:
+            self.cross = TreeMemoryAttention(d_model, n_heads, dropout, **(tree_options or {}))
+        else:
+            self.cross = CrossAttention(d_model, n_heads, dropout)
         self.ff_norm = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
         )
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, memory: Memory, cache: dict | None = None):
+    def forward(
+        self, x: torch.Tensor, memory: Memory, cache: dict | None = None, record: list | None = None
+    ):
         x = x + self.dropout(self.self_attn(self.self_norm(x), cache))
-        x = x + self.dropout(self.cross.attend(self.cross_norm(x), memory))
+        x = x + self.dropout(self.cross.attend(self.cross_norm(x), memory, record))
         return x + self.dropout(self.ff(self.ff_norm(x)))
 
 
@@ -143,7 +162,9 @@ class TransformerDecoder(nn.Module):
     """Target ids (B, t) and the source -> next-word logits (B, t, V).
 
     ``tree=True`` gives every layer the tree cross-attention (for the hierarchical
-    encoder); the output layer shares the target embedding matrix (Press & Wolf 2017).
+    encoder), built with ``tree_options`` (``max_depth``, ``max_width``,
+    ``hierarchical_embeddings``, ``leaf_weights``: the encoder's); the output layer shares
+    the target embedding matrix (Press & Wolf 2017).
     Targets longer than ``max_length`` are an error, never truncated.
     """
 
@@ -157,6 +178,7 @@ class TransformerDecoder(nn.Module):
         dropout: float = 0.1,
         max_length: int = 256,
         tree: bool = False,
+        tree_options: dict | None = None,
     ) -> None:
         super().__init__()
         self.d_model, self.max_length = d_model, max_length
@@ -167,7 +189,8 @@ class TransformerDecoder(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, tree) for _ in range(n_layers)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, tree, tree_options)
+            for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model)
 
@@ -181,14 +204,16 @@ class TransformerDecoder(nn.Module):
         memories: list[Memory],
         cache: dict | None = None,
         start: int = 0,
+        record: list | None = None,
     ) -> torch.Tensor:
         """``targets`` (B, t) hold positions ``start`` .. ``start + t - 1``; with a
-        ``cache`` the earlier positions come from it (step-by-step decoding)."""
+        ``cache`` the earlier positions come from it (step-by-step decoding). ``record``
+        (a list) gets each layer's cross-attention probabilities (B, H, t, S)."""
         end = start + targets.shape[1]
         if end > self.max_length:
             raise ValueError(f"target of {end} tokens is longer than max_length={self.max_length}")
         positions = self.position_table[start:end]
         x = self.dropout(self.embed(targets) * math.sqrt(self.d_model) + positions)
         for layer, memory in zip(self.layers, memories, strict=True):
-            x = layer(x, memory, cache)
+            x = layer(x, memory, cache, record)
         return self.final_norm(x) @ self.embed.weight.T

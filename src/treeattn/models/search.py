@@ -7,6 +7,8 @@ earlier steps in, the position of the first word) that returns next-word logits
 its length (the end-of-sentence word included) to the power ``length_penalty``, as
 fairseq does; a sentence stops once ``beam_size`` of its hypotheses have finished. At most
 ``max_length`` words are generated, the end word included: it is forced as the last.
+``max_length`` is one number for the batch or one per sentence (B,), so that what a
+sentence gets never depends on the others in its batch.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ def reorder_cache(cache: dict, rows: torch.Tensor) -> None:
             cache[key] = value[rows]
 
 
+def sentence_limits(max_length: int | torch.Tensor, batch: int, device) -> torch.Tensor:
+    """(B,) long: each sentence's ``max_length``."""
+    limits = torch.as_tensor(max_length, dtype=torch.long, device=device).expand(batch)
+    if bool((limits < 1).any()):
+        raise ValueError(f"max_length must be at least 1, got {limits.tolist()}")
+    return limits
+
+
 def strip(tokens: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
     """Rows of (B, T) ``tokens`` cut to their lengths, without the start word."""
     return [row[1:length].tolist() for row, length in zip(tokens, lengths.tolist(), strict=True)]
@@ -40,23 +50,29 @@ def strip(tokens: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
 
 @torch.no_grad()
 def greedy(
-    decoder: StepDecoder, memories: list[Memory], bos: int, eos: int, max_length: int
+    decoder: StepDecoder,
+    memories: list[Memory],
+    bos: int,
+    eos: int,
+    max_length: int | torch.Tensor,
 ) -> list[list[int]]:
     """The most probable next word at every step, until the end word (forced as the
     ``max_length``-th word); each output list excludes start and end words."""
     B = memories[0].keys.shape[0]
     device = memories[0].keys.device
+    limits = sentence_limits(max_length, B, device)
+    longest = int(limits.max())
     tokens = torch.full((B, 1), bos, dtype=torch.long, device=device)
-    lengths = torch.full((B,), max_length + 1, dtype=torch.long, device=device)
+    lengths = torch.full((B,), longest + 1, dtype=torch.long, device=device)
     cache: dict = {}
-    for step in range(max_length):
+    for step in range(longest):
         word = decoder(tokens[:, -1:], memories, cache, step)[:, -1].argmax(-1)
-        if step == max_length - 1:  # the last word allowed ends the sentence, as in beams
-            word = torch.full_like(word, eos)
+        # The last word a sentence is allowed ends it, as in beams.
+        word = torch.where(limits == step + 1, eos, word)
         tokens = torch.cat([tokens, word[:, None]], dim=1)
-        ended = (word == eos) & (lengths > max_length)
+        ended = (word == eos) & (lengths > longest)
         lengths = torch.where(ended, step + 1, lengths)
-        if bool((lengths <= max_length).all()):
+        if bool((lengths <= longest).all()):
             break
     return strip(tokens, lengths.clamp(max=tokens.shape[1]))
 
@@ -68,12 +84,14 @@ def beam_search(
     bos: int,
     eos: int,
     beam_size: int = 4,
-    max_length: int = 100,
+    max_length: int | torch.Tensor = 100,
     length_penalty: float = 1.0,
 ) -> list[list[int]]:
     """The best finished hypothesis of each sentence (start and end words excluded)."""
     B, K = memories[0].keys.shape[0], beam_size
     device = memories[0].keys.device
+    limits = sentence_limits(max_length, B, device)
+    max_length = int(limits.max())
     batch = torch.arange(B, device=device)
     memories = [m.select(batch.repeat_interleave(K)) for m in memories]
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=device)
@@ -87,10 +105,11 @@ def beam_search(
     for step in range(max_length):
         logp = decoder(tokens[:, -1:], memories, cache, step)[:, -1].float().log_softmax(-1)
         V = logp.shape[-1]
-        if step == max_length - 1:  # the last word allowed: every hypothesis ends here
+        last = (limits == step + 1).repeat_interleave(K)  # every hypothesis ends here
+        if bool(last.any()):
             forced = torch.full_like(logp, float("-inf"))
             forced[:, eos] = logp[:, eos]
-            logp = forced
+            logp = torch.where(last[:, None], forced, logp)
         candidates = (scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)
         top, index = candidates.topk(min(2 * K, K * V), dim=1)
         origin, word = index // V, index % V

@@ -20,6 +20,7 @@ from treeattn.tasks.classify import ClassifyTask
 from treeattn.tasks.mlm import MaskedLMTask
 from treeattn.tasks.parse import ParseTask
 from treeattn.tasks.sentences import TEXT
+from treeattn.tasks.translate import TranslateTask
 
 _TASKS: dict[str, type[Task]] = {}
 
@@ -45,6 +46,7 @@ def task_class(name: str) -> type[Task]:
 register_task(ClassifyTask)
 register_task(MaskedLMTask)
 register_task(ParseTask)
+register_task(TranslateTask)
 
 
 def _named_task(raw: dict[str, Any]) -> str:

@@ -1,0 +1,599 @@
+"""Translation from English on Multi30k: any encoder of the sentence tasks by name (an
+attention mechanism in the Transformer encoder, or hierarchical accumulation over the
+source's parse tree), a causal decoder, BLEU by sacrebleu.
+
+The source is tokenized as the parser reads it (Penn Treebank tokens), then each word is
+split into subword pieces (SentencePiece, learned on the training split): the hierarchical
+encoder puts a word's pieces in a subtree under it (``split_subwords``), ``distance``
+gives the gaps inside a word distance 0 (``gap_distances``). The target is split from raw
+text and decoded back to detokenized text. Both subword models go into every checkpoint.
+
+Source trees come from the parser (``data.parser``, by default the model shipped with
+treeattn), parsed once per split and cached under ``$TREEATTN_CACHE`` (default
+``~/.cache/treeattn``) with the parser's SHA-256 in the key; the checkpoint records that
+hash, so translating with another parser is refused. ``data.trees: right-branching`` gives
+every sentence the right-branching tree instead (the control of the tree encoders), and
+``data.tree_files`` (split -> file, one bracketed tree a line) your own trees.
+
+The checkpoint is selected on val BLEU (beam search with ``data.beam_size``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from treeattn.attention.distance import GAPS, gap_distances
+from treeattn.attention.hierarchical import DEFAULT_MAX_DEPTH
+from treeattn.data.batching import bucket_batches, pad_ids
+from treeattn.data.multi30k import (
+    MULTI30K_LANGUAGES,
+    MULTI30K_SPLITS,
+    load_multi30k,
+    read_parallel,
+)
+from treeattn.data.subwords import BOS, EOS, PAD, Subwords
+from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree, split_subwords
+from treeattn.data.vocab import Vocab
+from treeattn.engine.config import Config, check_positive
+from treeattn.engine.task import Selection, Task
+from treeattn.errors import FormatError, read_utf8
+from treeattn.metrics.bleu import bleu
+from treeattn.models.decoder import TransformerDecoder
+from treeattn.models.translator import Translator
+from treeattn.tasks.encoders import (
+    EncoderConfig,
+    build_encoder,
+    build_tree_encoder,
+    check_encoder,
+    uses_distances,
+    uses_trees,
+)
+from treeattn.trees import Tree
+from treeattn.trees.treebank import parse_treebank_line
+
+MULTI30K = "multi30k"
+TREE_SOURCES = ("parser", "right-branching")
+SUBWORD_NODE = "WORD"  # the node over a word's pieces where the tree gives it no tag
+
+
+@dataclass
+class TranslateData:
+    """Multi30k with English as the source (``target``: ``de`` or ``fr``). ``train_fraction``
+    keeps the first part of the training lines (subwords are learned on that part).
+    ``paths`` (split -> file prefix ``P``, read as ``P.en`` and ``P.de``) puts other
+    line-aligned files in a split's place."""
+
+    name: str = MULTI30K
+    root: str | None = None  # data folder; default from TREEATTN_DATA
+    paths: dict = field(default_factory=dict)
+    source: str = "en"
+    target: str = "de"
+    train_fraction: float = 1.0
+    source_vocab_size: int = 8000  # at most: a small training set may give fewer pieces
+    target_vocab_size: int = 8000
+    trees: str = "parser"  # or right-branching
+    parser: str | None = None  # a parser file; default: the one shipped with treeattn
+    tree_files: dict = field(default_factory=dict)  # split -> file of bracketed trees
+    beam_size: int = 4  # 1: greedy
+    length_penalty: float = 1.0
+
+
+@dataclass
+class TranslateModel(EncoderConfig):
+    decoder_layers: int | None = None  # default: n_layers
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A source sentence, its PTB words, its tree over them (encoders that read trees)
+    and its reference translation ("" when there is none)."""
+
+    source: str
+    words: list[str]
+    target: str = ""
+    tree: Tree | None = None
+
+
+@dataclass
+class TranslationBatch:
+    """Source pieces (B, n) with padding (B, n) and context; ``targets`` (B, t + 1) the
+    reference ids from the start word to the end word, padded with 0."""
+
+    tokens: torch.Tensor
+    pad_mask: torch.Tensor
+    context: dict
+    targets: torch.Tensor
+
+    def to(self, device: torch.device) -> TranslationBatch:
+        context = {k: v.to(device) for k, v in self.context.items()}
+        return TranslationBatch(
+            self.tokens.to(device), self.pad_mask.to(device), context, self.targets.to(device)
+        )
+
+
+def right_branching(words: Sequence[str], label: str = "X") -> Tree:
+    """The right-branching binary tree over ``words``, every node labeled ``label``."""
+    tree: Tree | str = words[-1]
+    for word in reversed(words[:-1]):
+        tree = Tree(label, [word, tree])
+    return tree if isinstance(tree, Tree) else Tree(label, [tree])
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("TREEATTN_CACHE") or Path.home() / ".cache" / "treeattn")
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parser_identity(path: str | None) -> dict[str, str]:
+    """The parser a model's trees come from: its path as configured and its SHA-256."""
+    from treeattn.parser import DEFAULT_MODEL
+
+    resolved = Path(path) if path is not None else DEFAULT_MODEL
+    if not resolved.is_file():
+        raise FileNotFoundError(f"no parser model at {resolved}")
+    return {"path": str(path or "shipped"), "sha256": file_sha256(resolved)}
+
+
+def parsed_trees(
+    sentences: Sequence[Sequence[str]], parser: str | None, where: str, progress: bool = True
+) -> list[Tree]:
+    """The parser's tree of every sentence (PTB words), read from the cache when these
+    words were parsed by this parser before, else parsed and cached."""
+    identity = parser_identity(parser)
+    text = "\n".join(" ".join(words) for words in sentences)
+    key = hashlib.sha256(f"{identity['sha256']}\n{text}".encode()).hexdigest()[:24]
+    path = cache_dir() / "trees" / f"{key}.txt"
+    if path.is_file():
+        lines = read_utf8(path).split("\n")[: len(sentences)]
+        trees = [parse_treebank_line(line, str(path), k + 1) for k, line in enumerate(lines)]
+        if len(trees) == len(sentences):
+            for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
+                tree.check_leaves(words, str(path), k + 1)
+            return trees
+    from treeattn.parser import Parser
+
+    parsed = Parser.load(parser).parse(
+        [" ".join(w) for w in sentences], tokenized=True, progress=progress, where=where
+    )
+    trees = [p.tree for p in parsed]
+    if any(tree is None for tree in trees):
+        raise ValueError(f"{parser}: a dependency-only parser gives no constituency trees")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
+    os.replace(partial, path)
+    return trees
+
+
+def read_tree_file(path: str, sentences: Sequence[Sequence[str]]) -> list[Tree]:
+    """One bracketed tree a line, whose leaves are the words of the matching sentence."""
+    lines = read_utf8(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != len(sentences):
+        raise FormatError(
+            f"{len(lines)} trees for {len(sentences)} sentences",
+            path,
+            min(len(lines), len(sentences)) + 1,
+        )
+    trees = []
+    for number, (line, words) in enumerate(zip(lines, sentences, strict=True), start=1):
+        tree = parse_treebank_line(line, path, number)
+        tree.check_leaves(words, path, number)
+        trees.append(tree)
+    return trees
+
+
+class TranslationSet:
+    """Source pieces and, per encoder, trees and node labels or gap distances; target ids
+    and the references, encoded once."""
+
+    def __init__(self, task: TranslateTask, pairs: Sequence[Pair], where: str) -> None:
+        m = task.cfg.model
+        self.references = [p.target for p in pairs]
+        self.ids: list[torch.Tensor] = []
+        self.targets: list[torch.Tensor] = []
+        self.trees: list[TreeArrays] = []
+        self.node_ids: list[torch.Tensor] = []
+        self.gaps: list[torch.Tensor] = []
+        self.lengths: list[int] = []
+        for i, pair in enumerate(pairs):
+            at = f"{where}: sentence {i + 1}"
+            pieces = [task.pieces(word) for word in pair.words]
+            flat = [piece for word in pieces for piece in word]
+            if len(flat) > m.max_length:
+                raise ValueError(
+                    f"{at}: {len(flat)} source pieces, more than model.max_length="
+                    f"{m.max_length}; raise model.max_length"
+                )
+            self.ids.append(torch.tensor(task.source_subwords.piece_ids(flat), dtype=torch.long))
+            target = [BOS, *task.target_subwords.encode(pair.target), EOS]
+            if len(target) - 1 > m.max_length:
+                raise ValueError(
+                    f"{at}: {len(target) - 1} target pieces, more than model.max_length="
+                    f"{m.max_length}; raise model.max_length"
+                )
+            self.targets.append(torch.tensor(target, dtype=torch.long))
+            size = len(flat)
+            if uses_trees(m):
+                lnr, arrays = encode_tree(task.piece_tree(pair.tree), flat, where=at)
+                self.trees.append(arrays)
+                self.node_ids.append(torch.tensor(task.node_vocab.encode(lnr.labels)))
+                size += arrays.n_nodes
+                depth = m.attention_options.get("max_depth", DEFAULT_MAX_DEPTH)
+                if arrays.paths.shape[1] > depth:
+                    raise ValueError(
+                        f"{at}: a piece lies {arrays.paths.shape[1]} nodes deep, more than "
+                        f"model.attention_options.max_depth={depth}"
+                    )
+            elif uses_distances(m):
+                gaps = gap_distances([pair.tree], [[len(p) for p in pieces]])
+                self.gaps.append(torch.tensor(gaps, dtype=torch.long))
+            self.lengths.append(max(size, len(target)))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def batch(self, indices: Sequence[int]) -> TranslationBatch:
+        tokens, pad_mask = pad_ids([self.ids[i] for i in indices], PAD)
+        targets, _ = pad_ids([self.targets[i] for i in indices], PAD)
+        context: dict = {}
+        if self.trees:
+            context["trees"] = collate_trees([self.trees[i] for i in indices])
+            context["node_labels"] = pad_ids([self.node_ids[i] for i in indices], PAD)[0]
+        if self.gaps:
+            context[GAPS] = pad_ids([self.gaps[i] for i in indices])[0]
+        return TranslationBatch(tokens, pad_mask, context, targets)
+
+
+class TranslateTask(Task):
+    """English -> German or French on Multi30k; BLEU on val selects the checkpoint and is
+    reported on test_2016_flickr and test_2017_flickr, with sacrebleu's signature."""
+
+    name = "translate"
+    Data = TranslateData
+    Model = TranslateModel
+    headline = ("bleu", "signature")  # sacrebleu's signature goes with every score
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg)
+        self.source_subwords: Subwords | None = None
+        self.target_subwords: Subwords | None = None
+        self.node_vocab: Vocab | None = None
+        # Where a trained model's source trees came from: {"source": "parser", "path",
+        # "sha256"}, {"source": "files"} or {"source": "right-branching"}; None before fit.
+        self.trees: dict[str, str] | None = None
+        self._pieces: dict[str, list[str]] = {}
+
+    @classmethod
+    def check_config(cls, cfg: Config, where: str) -> None:
+        d, m = cfg.data, cfg.model
+        if d.name != MULTI30K:
+            raise ValueError(f"{where}: data.name={d.name!r}: translation reads {MULTI30K}")
+        if d.source != "en":
+            raise ValueError(f"{where}: data.source={d.source!r}: the parser reads English")
+        if d.target not in MULTI30K_LANGUAGES or d.target == d.source:
+            raise ValueError(f"{where}: data.target={d.target!r}: choose de or fr")
+        if not 0 < d.train_fraction <= 1:
+            raise ValueError(f"{where}: data.train_fraction={d.train_fraction} is not in (0, 1]")
+        if d.trees not in TREE_SOURCES:
+            raise ValueError(f"{where}: data.trees={d.trees!r}: choose {', '.join(TREE_SOURCES)}")
+        for key, files in (("tree_files", d.tree_files), ("paths", d.paths)):
+            for split, path in files.items():
+                if split not in MULTI30K_SPLITS or not isinstance(path, str):
+                    raise ValueError(
+                        f"{where}: data.{key}.{split}: a split ({', '.join(MULTI30K_SPLITS)}) "
+                        "and a file name"
+                    )
+        positive = {
+            "data.source_vocab_size": d.source_vocab_size,
+            "data.target_vocab_size": d.target_vocab_size,
+            "data.beam_size": d.beam_size,
+        }
+        if m.decoder_layers is not None:
+            positive["model.decoder_layers"] = m.decoder_layers
+        check_positive(positive, where)
+        check_encoder(m, where)
+        if m.attention == "tree-lstm":
+            raise ValueError(f"{where}: model.attention=tree-lstm has no translation decoder")
+
+    @property
+    def title(self) -> str:
+        d = self.cfg.data
+        return f"{self.cfg.model.attention}, {d.source}->{d.target}"
+
+    @property
+    def _reads_trees(self) -> bool:
+        return uses_trees(self.cfg.model) or uses_distances(self.cfg.model)
+
+    # -- splits and data ----------------------------------------------------------------
+
+    @property
+    def selection(self) -> Selection:
+        return Selection("val", "bleu", higher_is_better=True)
+
+    @property
+    def final_splits(self) -> tuple[str, ...]:
+        return ("val", "test_2016_flickr", "test_2017_flickr")
+
+    def read(self, source: str) -> tuple[list[Pair], str]:
+        """A split name, or a file prefix ``P`` with ``P.en`` and ``P.de`` (or ``.fr``)."""
+        d = self.cfg.data
+        if source in MULTI30K_SPLITS and source not in d.paths:
+            rows = load_multi30k(source, d.source, d.target, d.root)
+            where = f"multi30k {source}"
+        else:
+            prefix = d.paths.get(source, source)
+            src, tgt = Path(f"{prefix}.{d.source}"), Path(f"{prefix}.{d.target}")
+            if not src.is_file() or not tgt.is_file():
+                raise FileNotFoundError(
+                    f"{source!r} is neither a split name ({', '.join(MULTI30K_SPLITS)}) nor "
+                    f"the prefix of {src} and {tgt}"
+                )
+            rows, where = read_parallel(src, tgt), str(src)
+        if source == self.train_split and d.train_fraction < 1:
+            rows = rows[: max(1, round(d.train_fraction * len(rows)))]
+        sentences = [self.words(line, where, k) for k, (line, _) in enumerate(rows, start=1)]
+        tree_file = d.tree_files.get(source)
+        given = None if tree_file is None else read_tree_file(tree_file, sentences)
+        trees = self._trees(sentences, where, given)
+        pairs = [
+            Pair(line, words, target, tree)
+            for (line, target), words, tree in zip(rows, sentences, trees, strict=True)
+        ]
+        return pairs, where
+
+    def words(self, line: str, where: str, number: int) -> list[str]:
+        from treeattn.parser import tokenize
+
+        words = tokenize(line)
+        if not words:
+            raise FormatError("empty sentence", where, number)
+        return words
+
+    def _trees(
+        self, sentences: list[list[str]], where: str, given: list[Tree] | None
+    ) -> list[Tree | None]:
+        """The source trees an encoder that reads trees needs (None for the others):
+        ``given``, or the configured ones."""
+        if not self._reads_trees:
+            return [None] * len(sentences)
+        if given is not None:
+            return given
+        if self.cfg.data.trees == "right-branching":
+            return [right_branching(words) for words in sentences]
+        if self.trees is not None and self.trees["source"] == "files":
+            raise ValueError(
+                f"{where}: the model was trained on trees read from files; pass the trees of "
+                "these sentences (--trees)"
+            )
+        if self.trees is not None and self.trees["source"] == "parser":  # its parser only
+            found = parser_identity(self.cfg.data.parser)
+            if found["sha256"] != self.trees["sha256"]:
+                raise ValueError(
+                    f"the model was trained on trees of the parser {self.trees['path']} "
+                    f"(sha256 {self.trees['sha256'][:12]}), but {found['path']} is another "
+                    f"(sha256 {found['sha256'][:12]}): pass that parser's trees (--trees)"
+                )
+        return parsed_trees(sentences, self.cfg.data.parser, where)
+
+    def fit(self, train_examples: Sequence[Pair]) -> None:
+        d = self.cfg.data
+        self.source_subwords = Subwords.learn(
+            (" ".join(p.words) for p in train_examples), d.source_vocab_size, self.cfg.seed
+        )
+        self.target_subwords = Subwords.learn(
+            (p.target for p in train_examples), d.target_vocab_size, self.cfg.seed
+        )
+        self._pieces = {}
+        if not self._reads_trees:
+            self.trees = None
+        elif d.tree_files:
+            self.trees = {"source": "files"}
+        elif d.trees == "parser":
+            self.trees = {"source": "parser", **parser_identity(d.parser)}
+        else:
+            self.trees = {"source": d.trees}
+        if uses_trees(self.cfg.model):
+            self.node_vocab = Vocab.build(
+                encode_tree(self.piece_tree(p.tree))[0].labels for p in train_examples
+            )
+
+    def pieces(self, word: str) -> list[str]:
+        """A source word's subword pieces (memoised: words repeat)."""
+        if word not in self._pieces:
+            self._pieces[word] = self.source_subwords.word_pieces(word)
+        return self._pieces[word]
+
+    def piece_tree(self, tree: Tree) -> Tree:
+        """The source tree with each word's pieces in a subtree under it."""
+        return split_subwords(tree, self.pieces, SUBWORD_NODE)
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "source_subwords": self.source_subwords.model,
+            "target_subwords": self.target_subwords.model,
+        }
+        if self.node_vocab is not None:
+            state["node_vocab"] = self.node_vocab.tokens
+        if self.trees is not None:
+            state["trees"] = dict(self.trees)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.source_subwords = Subwords(bytes(state["source_subwords"]))
+        self.target_subwords = Subwords(bytes(state["target_subwords"]))
+        self._pieces = {}
+        if uses_trees(self.cfg.model):
+            self.node_vocab = Vocab(state["node_vocab"])
+        self.trees = state.get("trees")
+
+    def encode(self, examples: Sequence[Pair], where: str) -> TranslationSet:
+        return TranslationSet(self, examples, where)
+
+    # -- model, loss, metrics, predictions ----------------------------------------------
+
+    def build_model(self) -> nn.Module:
+        m = self.cfg.model
+        source_size = len(self.source_subwords)
+        if uses_trees(m):
+            encoder = build_tree_encoder(m, source_size, len(self.node_vocab))
+            options = m.attention_options
+            tree_options = {
+                "max_depth": options.get("max_depth", DEFAULT_MAX_DEPTH),
+                "max_width": m.max_length,
+                "hierarchical_embeddings": options.get("hierarchical_embeddings", True),
+                "leaf_weights": options.get("leaf_weights", "per_head"),
+            }
+        else:
+            encoder, tree_options = build_encoder(m, source_size), None
+        decoder = TransformerDecoder(
+            len(self.target_subwords),
+            d_model=m.d_model,
+            n_heads=m.n_heads,
+            n_layers=m.decoder_layers or m.n_layers,
+            d_ff=m.d_ff,
+            dropout=m.dropout,
+            max_length=m.max_length,
+            tree=uses_trees(m),
+            tree_options=tree_options,
+        )
+        return Translator(encoder, decoder)
+
+    def loss(self, model: nn.Module, batch: TranslationBatch) -> torch.Tensor:
+        """Label-smoothed cross-entropy of the next word, averaged over target words."""
+        logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+        return F.cross_entropy(
+            logits.flatten(0, 1),
+            batch.targets[:, 1:].flatten(),
+            ignore_index=PAD,
+            label_smoothing=self.cfg.train.label_smoothing,
+        )
+
+    def translations(
+        self,
+        model: nn.Module,
+        data: TranslationSet,
+        device: torch.device,
+        beam_size: int | None = None,
+        progress: bool = False,
+    ) -> list[str]:
+        """Each source's detokenized translation, in the order of ``data``; the longest
+        allowed is 1.5 times the source's pieces plus 10 (within ``model.max_length``), so
+        a sentence's translation does not depend on the others in its batch."""
+        d = self.cfg.data
+        beam = beam_size or d.beam_size
+        was_training = model.training
+        model.eval()
+        outputs: list[str] = [""] * len(data)
+        sizes = [len(ids) for ids in data.ids]
+        batches = bucket_batches(sizes, self.cfg.train.eval_max_tokens // beam, shuffle=False)
+        with tqdm(total=len(data), unit="sentence", disable=not progress, leave=False) as bar:
+            for indices in batches:
+                batch = data.batch(indices).to(device)
+                sources = torch.tensor([sizes[i] for i in indices], device=device)
+                longest = (1.5 * sources).ceil().long().add(10).clamp(max=self.cfg.model.max_length)
+                found = model.translate(
+                    batch.tokens,
+                    batch.pad_mask,
+                    batch.context,
+                    BOS,
+                    EOS,
+                    longest,
+                    beam,
+                    d.length_penalty,
+                )
+                for i, ids in zip(indices, found, strict=True):
+                    outputs[i] = self.target_subwords.decode(ids)
+                bar.update(len(indices))
+        model.train(was_training)
+        return outputs
+
+    @torch.no_grad()
+    def _loss(self, model: nn.Module, data: TranslationSet, device: torch.device) -> float:
+        """Mean cross-entropy (no smoothing) per target word, the end word included."""
+        was_training = model.training
+        model.eval()
+        total, words = 0.0, 0
+        for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
+            batch = data.batch(indices).to(device)
+            logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+            gold = batch.targets[:, 1:].flatten()
+            total += F.cross_entropy(
+                logits.flatten(0, 1), gold, ignore_index=PAD, reduction="sum"
+            ).item()
+            words += int((gold != PAD).sum())
+        model.train(was_training)
+        return total / max(1, words)
+
+    def evaluate(
+        self, model: nn.Module, data: TranslationSet, device: torch.device
+    ) -> dict[str, Any]:
+        """BLEU of the detokenized translations against the raw references, sacrebleu's
+        signature, and the mean cross-entropy and perplexity of the references."""
+        loss = self._loss(model, data, device)
+        scored = bleu(self.translations(model, data, device), data.references)
+        return {
+            "bleu": scored.score,
+            "loss": loss,
+            "perplexity": math.exp(min(loss, 50.0)),
+            "count": len(data),
+            "signature": scored.signature,
+        }
+
+    def read_inputs(self, lines: Sequence[str], where: str) -> list[Pair]:
+        """One raw source sentence a line (parsed when the encoder reads trees)."""
+        return self.sources(lines, where)
+
+    def sources(
+        self,
+        lines: Sequence[str],
+        where: str,
+        numbers: Sequence[int] | None = None,
+        trees: Sequence[Tree] | None = None,
+        trees_where: str = "",
+    ) -> list[Pair]:
+        """Raw source sentences as pairs without references; ``numbers`` are their line
+        numbers in ``where`` (default 1, 2, ...), for errors; ``trees``, when given, are
+        theirs (leaves: the sentence's PTB words), read from ``trees_where`` at the same
+        line numbers; else the model's parser gives them."""
+        numbers = list(numbers or range(1, len(lines) + 1))
+        sentences = [self.words(line, where, k) for line, k in zip(lines, numbers, strict=True)]
+        limit = self.cfg.model.max_length
+        for words, k in zip(sentences, numbers, strict=True):
+            size = sum(len(self.pieces(w)) for w in words)
+            if size > limit:
+                raise FormatError(
+                    f"{size} source pieces, more than the model's limit of {limit}", where, k
+                )
+        if trees is not None:
+            for tree, words, k in zip(trees, sentences, numbers, strict=True):
+                tree.check_leaves(words, trees_where or where, k)
+        trees = self._trees(sentences, where, None if trees is None else list(trees))
+        return [
+            Pair(line, words, "", tree)
+            for line, words, tree in zip(lines, sentences, trees, strict=True)
+        ]
+
+    def predict(
+        self, model: nn.Module, data: TranslationSet, device: torch.device, output_format: str = ""
+    ) -> list[str]:
+        return self.translations(model, data, device)

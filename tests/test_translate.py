@@ -1,0 +1,193 @@
+"""Translation: source pieces under their words, padding invariance of the whole
+encoder-decoder, memorising a few pairs, resuming, and the ``translate`` command."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers import train
+from treeattn.attention.distance import gap_distances
+from treeattn.cli import main
+from treeattn.data.multi30k import load_multi30k
+from treeattn.engine.checkpoint import load_checkpoint
+from treeattn.tasks import load_config, make_task
+from treeattn.tasks.translate import right_branching
+from treeattn.trees import Tree
+
+SPLITS = {"train": (0, 60), "val": (60, 72), "test_2016_flickr": (72, 82)}
+
+
+@pytest.fixture(scope="module")
+def prefixes(tmp_path_factory):
+    """Small line-aligned files cut from Multi30k's training split, one per split."""
+    from treeattn.data.paths import data_dir
+
+    root = data_dir()
+    if root is None or not root.is_dir():
+        pytest.skip("evaluation data not found: set TREEATTN_DATA")
+    pairs = load_multi30k("train", root=root)
+    folder = tmp_path_factory.mktemp("multi30k")
+    paths = {}
+    for split, (start, end) in {**SPLITS, "test_2017_flickr": (82, 92)}.items():
+        chosen = pairs[start:end]
+        (folder / f"{split}.en").write_text("".join(en + "\n" for en, _ in chosen))
+        (folder / f"{split}.de").write_text("".join(de + "\n" for _, de in chosen))
+        paths[split] = str(folder / split)
+    return paths
+
+
+@pytest.fixture(autouse=True)
+def tree_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+
+
+def tiny(prefixes, out, *extra: str):
+    return load_config(
+        None,
+        [
+            "task=translate",
+            *(f"data.paths.{split}={prefix}" for split, prefix in prefixes.items()),
+            "data.source_vocab_size=300",
+            "data.target_vocab_size=300",
+            "data.trees=right-branching",
+            "model.d_model=32",
+            "model.n_heads=2",
+            "model.n_layers=1",
+            "model.d_ff=64",
+            "model.dropout=0",
+            "model.max_length=128",
+            "train.epochs=2",
+            "train.max_tokens=300",
+            "train.progress=false",
+            f"out_dir={out}",
+            *extra,
+        ],
+    )
+
+
+def fitted(prefixes, tmp_path, *extra: str):
+    task = make_task(tiny(prefixes, tmp_path, *extra))
+    pairs, where = task.read("train")
+    task.fit(pairs)
+    return task, pairs, where
+
+
+def test_a_words_pieces_form_a_subtree_under_it_and_gaps_of_zero_inside_it(prefixes, tmp_path):
+    task, _, _ = fitted(prefixes, tmp_path, "model.attention=distance")
+    task._pieces = {"The": ["▁The"], "cat": ["▁ca", "t"], "sat": ["▁s", "at"], ".": ["▁."]}
+    tree = Tree.parse("(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))")
+    split = task.piece_tree(tree)
+    assert split.to_brackets() == "(S (NP (DT ▁The) (NN ▁ca t)) (VP (VBD ▁s at)) (. ▁.))"
+    # Word gaps: The|cat meet in NP (height 1), cat|sat and sat|. in S (height 2); shifted
+    # by 1, with 0 (shifted: 1) inside a word.
+    assert gap_distances([tree], [[1, 2, 2, 1]]) == [2, 1, 3, 1, 3]
+    # A word directly under a phrase (no tag) gets a node of its own over its pieces.
+    task._pieces = {"a": ["▁a"], "b": ["▁b", "1"], "c": ["▁c"]}
+    control = right_branching(["a", "b", "c"])
+    assert control.to_brackets() == "(X a (X b c))"
+    assert task.piece_tree(control).to_brackets() == "(X ▁a (X (WORD ▁b 1) ▁c))"
+
+
+@pytest.mark.parametrize("attention", ["vanilla", "distance", "hierarchical"])
+def test_a_padded_batch_equals_each_sentence_alone(prefixes, tmp_path, attention):
+    task, pairs, where = fitted(prefixes, tmp_path, f"model.attention={attention}")
+    torch.manual_seed(0)
+    model = task.build_model().double().eval()
+    data = task.encode(pairs[:4], where)
+    batch = data.batch([0, 1, 2, 3])
+    together = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+    for i in range(4):
+        alone = data.batch([i])
+        expected = model(alone.tokens, alone.pad_mask, alone.context, alone.targets[:, :-1])
+        t = expected.shape[1]
+        torch.testing.assert_close(together[i, :t], expected[0], rtol=0, atol=1e-10)
+
+
+def test_a_model_trained_on_twenty_pairs_translates_them_back(prefixes, tmp_path):
+    task, pairs, where = fitted(prefixes, tmp_path, "model.d_model=64", "model.d_ff=128")
+    pairs = pairs[:20]
+    data = task.encode(pairs, where)
+    torch.manual_seed(0)
+    model = task.build_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    batch = data.batch(list(range(20)))
+    for _ in range(300):
+        optimizer.zero_grad()
+        task.loss(model, batch).backward()
+        optimizer.step()
+    # What the target pieces can say of each reference (SentencePiece folds spaces).
+    expected = [task.target_subwords.decode(task.target_subwords.encode(p.target)) for p in pairs]
+    for beam in (1, 4):
+        assert task.translations(model, data, torch.device("cpu"), beam) == expected
+
+
+def test_resumed_training_ends_with_the_same_weights(prefixes, tmp_path):
+    periodic = "train.checkpoint_every=3"
+    expected = train(tiny(prefixes, tmp_path / "straight", periodic))
+    assert expected["finished"] and expected["test_2017_flickr_signature"].startswith("nrefs:1")
+    first = train(tiny(prefixes, tmp_path / "stopped", periodic), stop_after_steps=4)
+    assert not first["finished"]
+    second = train(tiny(prefixes, tmp_path / "stopped", periodic))
+    assert second["finished"] and second["global_step"] == expected["global_step"]
+    for name in ("last.pt", "best.pt"):
+        a = load_checkpoint(tmp_path / "straight" / name)["model"]
+        b = load_checkpoint(tmp_path / "stopped" / name)["model"]
+        for key, value in a.items():
+            assert torch.equal(value, b[key]), (name, key)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(prefixes, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    train(tiny(prefixes, out, "model.attention=hierarchical", "train.epochs=12"))
+    return out / "best.pt"
+
+
+def test_translate_keeps_every_line_in_order(checkpoint, tmp_path, capsys):
+    lines = ["A dog runs on the beach.", "", "Two men sit on a bench.", "", "A girl."]
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(lines) + "\n\n")  # the last line empty too
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(checkpoint), str(text), "-o", str(out), "--beam", "2"]) == 0
+    together = out.read_text().split("\n")
+    assert len(together) == len(lines) + 2 and together[-1] == ""  # 6 lines, each ended
+    assert [together[k] for k in (1, 3, 5)] == ["", "", ""]
+    assert len({together[k] for k in (0, 2, 4)} - {""}) == 3  # three different sentences
+    for k in (0, 2, 4):  # each line translated alone gives the same
+        single = tmp_path / f"one{k}.txt"
+        single.write_text(lines[k] + "\n")
+        assert main(["translate", str(checkpoint), str(single), "--beam", "2"]) == 0
+        assert capsys.readouterr().out == together[k] + "\n"
+
+
+def test_translate_names_the_bad_line_and_writes_nothing(checkpoint, tmp_path, capsys):
+    out = tmp_path / "out.txt"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"A dog runs.\nA \xff cat.\n")
+    assert main(["translate", str(checkpoint), str(bad), "-o", str(out)]) == 2
+    assert f"{bad}:2" in capsys.readouterr().err and not out.exists()
+    long = tmp_path / "long.txt"
+    long.write_text("A dog runs.\n" + " ".join(["dog"] * 200) + "\n")
+    assert main(["translate", str(checkpoint), str(long), "-o", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{long}:2" in error and "limit of 128" in error and not out.exists()
+    # Trees given by hand must fit their lines' words.
+    text = tmp_path / "in.txt"
+    text.write_text("A dog runs.\n\nDogs bark.\n")
+    trees = tmp_path / "trees.txt"
+    dog = "(S (NP (DT A) (NN dog)) (VP (VBZ runs)) (. .))"
+    trees.write_text(f"{dog}\n\n(S (NP (NNS Cats)) (VP (VBP bark)) (. .))\n")
+    assert main(["translate", str(checkpoint), str(text), "--trees", str(trees)]) == 2
+    assert f"{trees}:3" in capsys.readouterr().err
+    trees.write_text(f"{dog}\n\n(S (NP (NNS Dogs)) (VP (VBP bark)) (. .))\n")
+    assert main(["translate", str(checkpoint), str(text), "--trees", str(trees)]) == 0
+    assert len(capsys.readouterr().out.split("\n")) == 4
+
+
+def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, capsys):
+    assert main(["cross-attention", str(checkpoint), "val"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["1"]
+    nodes, leaves, keys = map(float, rows[0][1:])
+    assert abs(nodes + leaves - 100) < 0.11 and 0 < nodes < 100 and 0 < keys < 100
