@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end (``--quick``); their timings are never asserted."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +20,15 @@ ROOT = Path(__file__).parents[1]
         "constituent_prior",
         "distance_attention",
         "parser_chart",
+        "translation",
     ],
 )
-def test_benchmark_quick_run_writes_its_tables(tmp_path, script):
+def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
+    if script == "translation":
+        request.getfixturevalue("shared_data")  # Multi30k; skips without it
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "TREEATTN_CACHE": str(tmp_path / "cache")}
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300, env=env)
     results = json.loads((tmp_path / f"{script}.json").read_text())
     assert results and (tmp_path / f"{script}.md").read_text().count("|") > 10
     if script == "structs":
