@@ -236,7 +236,8 @@ class TranslationSet:
             if uses_trees(m):
                 lnr, arrays = encode_tree(task.piece_tree(pair.tree), flat, where=at)
                 self.trees.append(arrays)
-                self.node_ids.append(torch.tensor(task.node_vocab.encode(lnr.labels)))
+                labels = task.node_vocab.encode(lnr.labels)
+                self.node_ids.append(torch.tensor(labels, dtype=torch.long))
                 size += arrays.n_nodes
                 depth = m.attention_options.get("max_depth", DEFAULT_MAX_DEPTH)
                 if arrays.paths.shape[1] > depth:
