@@ -63,8 +63,17 @@ def test_demo_writes_its_table(tmp_path, capsys):
     for key in ("dev_accuracy", "test_accuracy", "params", "train_seconds"):
         assert table["vanilla"][key] == run[key]
     out = capsys.readouterr().out
-    assert "model             params dev accuracy test accuracy  train s" in out
-    assert f"vanilla {run['params']:>16,} {run['dev_accuracy']:>12.2f}" in out
+    assert "model          tree      params dev accuracy test accuracy  train s  what it" in out
+    assert f"vanilla        none   {run['params']:>9,} {run['dev_accuracy']:>12.2f}" in out
+    # Every row says what the model reads and what it is.
+    rows = [line for line in out.splitlines() if line.split(" ")[0] in table]
+    assert len(rows) == len(table)
+    assert all(line.split()[1] in ("gold", "latent", "none") for line in rows)
+    assert "Tree-LSTM" in next(line for line in rows if line.startswith("tree-lstm"))
+    # The run used the demo's settings, with the overrides after them.
+    config = json.loads((tmp_path / "vanilla" / "config.json").read_text())
+    assert config["data"]["operators"] == ["MAX", "MIN", "MED"]
+    assert config["data"]["train_size"] == 120
 
 
 def test_evalb_and_show_read_tree_files(tmp_path, capsys):

@@ -182,10 +182,13 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes_to_the_same_weights(tmp_path):
 
 
 def test_the_demo_setup_is_configs_listops_yaml():
-    # docs/RESULTS.md describes the demo by this file; the demo itself uses the defaults.
+    # docs/RESULTS.md describes the demo by this file; the demo itself uses the defaults
+    # with its SETTINGS.
+    from treeattn.demo import SETTINGS
+
     path = Path(__file__).parents[1] / "configs" / "listops.yaml"
     from_file = load_config(path, ["out_dir=runs/default"])
-    assert from_file == load_config(None)
+    assert from_file == load_config(None, list(SETTINGS))
 
 
 def test_a_failed_start_leaves_no_folder_and_a_resume_says_where_it_starts(tmp_path, capsys):

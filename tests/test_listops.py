@@ -44,6 +44,45 @@ def test_generated_examples_are_consistent(seed, depth):
         assert max(ex.tree.leaf_depths()) <= depth
 
 
+def test_operators_restrict_the_draws_and_default_to_all_four():
+    # The default is the generator as it always was: the same draws for the same seed.
+    assert generate_listops(50, 4, operators=OPERATORS) == generate_listops(50, 4)
+    examples = generate_listops(300, 4, operators=("MAX", "MIN", "MED"))
+    drawn = {node.label for ex in examples for node in ex.tree.subtrees()}
+    assert drawn == {"MAX", "MIN", "MED"}
+    assert {t for ex in examples for t in ex.tokens if t.startswith("[")} == {
+        "[MAX",
+        "[MIN",
+        "[MED",
+    }
+    assert all(ex.label == evaluate_tree(ex.tree) for ex in examples)
+    only_max = generate_listops(20, 4, operators=["MAX"])
+    assert all(ex.label == max(int(t) for t in ex.tokens if t.isdigit()) for ex in only_max)
+    for bad, message in (
+        ((), "non-empty"),
+        ("MAX", "non-empty"),
+        (("MAX", "SM"), "unknown ListOps operator"),
+        (("MAX", "MAX"), "repeat"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            generate_listops(5, 0, operators=bad)
+
+
+def test_the_operators_option_of_the_config_is_checked():
+    from treeattn.tasks import load_config
+    from treeattn.tasks.sentences import load_split
+
+    assert load_config(None).data.operators == list(OPERATORS)
+    cfg = load_config(None, ["data.operators=[MIN, MAX]", "data.train_size=40"])
+    train = load_split(cfg.data, "train", whole_trees=False)
+    assert len(train) == 40
+    assert {t for ex in train for t in ex.tokens if t.startswith("[")} == {"[MIN", "[MAX"}
+    with pytest.raises(ValueError, match=r"data.operators: unknown ListOps operator\(s\) 'ADD'"):
+        load_config(None, ["data.operators=[MAX, ADD]"])
+    with pytest.raises(ValueError, match="data.operators: expected list"):
+        load_config(None, ["data.operators=MAX"])
+
+
 def test_unsatisfiable_settings_raise_instead_of_looping():
     # No expression is shorter than 4 tokens ("[MAX 2 9 ]").
     with pytest.raises(ValueError, match=r"produced 0 of 3 .*max_length"):

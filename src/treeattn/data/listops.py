@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,17 +45,37 @@ class ListOpsExample:
     tree: Tree
 
 
-def _generate_tree(rng: random.Random, depth: int, max_depth: int, max_args: int) -> Tree:
-    op = rng.choice(OPERATORS)
+def _generate_tree(
+    rng: random.Random, depth: int, max_depth: int, max_args: int, operators: Sequence[str]
+) -> Tree:
+    op = rng.choice(operators)
     children: list[Tree | str] = ["[" + op]
     for _ in range(rng.randint(2, max_args)):
         # Deeper levels branch less often, so lengths stay bounded.
         if depth < max_depth and rng.random() < 0.35:
-            children.append(_generate_tree(rng, depth + 1, max_depth, max_args))
+            children.append(_generate_tree(rng, depth + 1, max_depth, max_args, operators))
         else:
             children.append(str(rng.randint(0, 9)))
     children.append("]")
     return Tree(op, children)
+
+
+def check_operators(operators: Sequence[str]) -> None:
+    """``ValueError`` unless ``operators`` is a non-empty list of distinct names of
+    ``OPERATORS``."""
+    if isinstance(operators, str) or not operators:
+        raise ValueError(
+            f"ListOps operators must be a non-empty list of {', '.join(OPERATORS)}, "
+            f"got {operators!r}"
+        )
+    unknown = [op for op in operators if op not in OPERATORS]
+    if unknown:
+        raise ValueError(
+            f"unknown ListOps operator(s) {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(OPERATORS)}"
+        )
+    if len(set(operators)) < len(operators):
+        raise ValueError(f"ListOps operators repeat a name: {list(operators)}")
 
 
 def evaluate_tree(tree: Tree) -> int:
@@ -72,8 +92,12 @@ def generate_listops(
     min_length: int = 1,
     max_length: int = 100,
     exclude: Collection[str] = frozenset(),
+    operators: Sequence[str] = OPERATORS,
 ) -> list[ListOpsExample]:
     """``count`` examples from ``seed``; the root operation is at depth 1.
+
+    Each operation is drawn uniformly from ``operators`` (in the order given: the same
+    seed draws other expressions from another order), by default all four.
 
     Expressions longer than ``max_length`` tokens or shorter than ``min_length`` are
     redrawn (never truncated), so every example is a complete expression. So are those
@@ -84,6 +108,7 @@ def generate_listops(
     """
     if max_depth < 1 or max_args < 2:
         raise ValueError("ListOps needs max_depth >= 1 and max_args >= 2")
+    check_operators(operators)
     rng = random.Random(seed)
     out: list[ListOpsExample] = []
     # Bounded so that settings no expression satisfies fail instead of looping forever;
@@ -92,7 +117,7 @@ def generate_listops(
     for _ in range(max_draws):
         if len(out) >= count:
             break
-        tree = _generate_tree(rng, 1, max_depth, max_args)
+        tree = _generate_tree(rng, 1, max_depth, max_args, operators)
         tokens = tree.leaves()
         if min_length <= len(tokens) <= max_length and " ".join(tokens) not in exclude:
             out.append(ListOpsExample(tokens, evaluate_tree(tree), tree))

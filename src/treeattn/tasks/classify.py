@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.data.batching import TokenBatch, bucket_batches
-from treeattn.data.listops import parse_expression
+from treeattn.data.listops import OPERATORS, check_operators, parse_expression
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
@@ -67,6 +67,8 @@ class ClassifyData:
     max_depth: int = 3
     max_args: int = 5
     max_length: int = 80
+    # the operations drawn, e.g. [MAX, MIN, MED]; by default all four
+    operators: list = field(default_factory=lambda: list(OPERATORS))
 
 
 @dataclass
@@ -115,6 +117,10 @@ class ClassifyTask(Task):
             "data.min_count": d.min_count,
         }
         check_positive(positive, where)
+        try:
+            check_operators(d.operators)
+        except ValueError as error:
+            raise ValueError(f"{where}: data.operators: {error}") from None
         if d.phrase_level and d.name not in ("sst5", "sst2"):
             raise ValueError(
                 f"{where}: data.phrase_level needs phrase labels, which {d.name} does not have"

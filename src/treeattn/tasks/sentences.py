@@ -77,7 +77,13 @@ def _listops(cfg: Any, split: str) -> list[ListOpsExample]:
         ("test", cfg.test_size, 3000),
     ):
         examples = generate_listops(
-            size, seed, cfg.max_depth, cfg.max_args, max_length=cfg.max_length, exclude=seen
+            size,
+            seed,
+            cfg.max_depth,
+            cfg.max_args,
+            max_length=cfg.max_length,
+            exclude=seen,
+            operators=cfg.operators,
         )
         if name == split:
             return examples
