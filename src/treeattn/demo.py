@@ -27,7 +27,7 @@ SETTINGS = (
     "data.max_length=40",
     "data.operators=[MAX, MIN, MED]",
     "model.dropout=0",
-    "train.epochs=6",
+    "train.epochs=5",
     "train.lr=4e-3",
 )
 
