@@ -191,3 +191,18 @@ def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, capsy
     assert [row[0] for row in rows] == ["1"]
     nodes, leaves, keys = map(float, rows[0][1:])
     assert abs(nodes + leaves - 100) < 0.11 and 0 < nodes < 100 and 0 < keys < 100
+
+
+def test_parser_trees_are_cached_by_the_parsers_hash_and_another_parser_is_refused(
+    prefixes, tmp_path
+):
+    task, pairs, where = fitted(prefixes, tmp_path, "model.attention=distance", "data.trees=parser")
+    assert task.trees["source"] == "parser" and len(task.trees["sha256"]) == 64
+    cached = list((tmp_path / "cache" / "trees").glob("*.txt"))
+    assert len(cached) == 1  # the training split's trees, parsed once
+    again, _ = task.read("train")
+    assert [p.tree for p in again] == [p.tree for p in pairs]
+    assert list((tmp_path / "cache" / "trees").glob("*.txt")) == cached  # read, not parsed
+    task.trees = {**task.trees, "sha256": "0" * 64}  # as if trained with another parser
+    with pytest.raises(ValueError, match="trained on trees of the parser"):
+        task.sources(["A dog runs."], "input")
