@@ -89,13 +89,14 @@ class HierarchicalEncoder(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.subtree_mask = subtree_mask
-        options = dict(
+        # What a tree cross-attention over this encoder's output must share with it.
+        self.accumulation_options = dict(
             max_depth=max_depth,
             max_width=max_length,
             hierarchical_embeddings=hierarchical_embeddings,
-            subtree_mask=subtree_mask,
             leaf_weights=leaf_weights,
         )
+        options = dict(self.accumulation_options, subtree_mask=subtree_mask)
         self.layers = nn.ModuleList(
             HierarchicalLayer(d_model, n_heads, d_ff, dropout, **options) for _ in range(n_layers)
         )

@@ -138,17 +138,23 @@ def encode_split(
         return EncodedSet(examples, vocab, where=where, distances=uses_distances(m), labels=labels)
     binary = TREE_ENCODERS[m.attention][1]
     encoded = EncodedSet(examples, vocab, node_vocab, binary=binary, where=where, labels=labels)
-    options = m.attention_options
-    if m.attention == "hierarchical" and options.get("hierarchical_embeddings", True):
-        # Before any training, not when the first too-deep batch comes up.
-        limit = options.get("max_depth", DEFAULT_MAX_DEPTH)
-        for i, arrays in enumerate(encoded.trees):
-            if arrays.paths.shape[1] > limit:
-                raise ValueError(
-                    f"{where}: sentence {i + 1}: a word lies {arrays.paths.shape[1]} nodes "
-                    f"deep, more than model.attention_options.max_depth={limit}"
-                )
+    for i, arrays in enumerate(encoded.trees):
+        check_depth(m, arrays, f"{where}: sentence {i + 1}")
     return encoded
+
+
+def check_depth(m: EncoderConfig, arrays: TreeArrays, where: str) -> None:
+    """A tree deeper than the hierarchical embeddings allow is an error naming ``where``,
+    raised before any training, not when the first too-deep batch comes up."""
+    options = m.attention_options
+    if m.attention != "hierarchical" or not options.get("hierarchical_embeddings", True):
+        return
+    limit = options.get("max_depth", DEFAULT_MAX_DEPTH)
+    if arrays.paths.shape[1] > limit:
+        raise ValueError(
+            f"{where}: a token lies {arrays.paths.shape[1]} nodes deep, more than "
+            f"model.attention_options.max_depth={limit}"
+        )
 
 
 def _phrase_targets(

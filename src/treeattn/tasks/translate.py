@@ -34,7 +34,6 @@ from torch import nn
 from tqdm import tqdm
 
 from treeattn.attention.distance import GAPS, gap_distances
-from treeattn.attention.hierarchical import DEFAULT_MAX_DEPTH
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.multi30k import (
     MULTI30K_LANGUAGES,
@@ -59,6 +58,7 @@ from treeattn.tasks.encoders import (
     uses_distances,
     uses_trees,
 )
+from treeattn.tasks.encoding import check_depth
 from treeattn.trees import Tree
 from treeattn.trees.treebank import parse_treebank_line
 
@@ -239,12 +239,7 @@ class TranslationSet:
                 labels = task.node_vocab.encode(lnr.labels)
                 self.node_ids.append(torch.tensor(labels, dtype=torch.long))
                 size += arrays.n_nodes
-                depth = m.attention_options.get("max_depth", DEFAULT_MAX_DEPTH)
-                if arrays.paths.shape[1] > depth:
-                    raise ValueError(
-                        f"{at}: a piece lies {arrays.paths.shape[1]} nodes deep, more than "
-                        f"model.attention_options.max_depth={depth}"
-                    )
+                check_depth(m, arrays, at)
             elif uses_distances(m):
                 gaps = gap_distances([pair.tree], [[len(p) for p in pieces]])
                 self.gaps.append(torch.tensor(gaps, dtype=torch.long))
@@ -457,13 +452,7 @@ class TranslateTask(Task):
         source_size = len(self.source_subwords)
         if uses_trees(m):
             encoder = build_tree_encoder(m, source_size, len(self.node_vocab))
-            options = m.attention_options
-            tree_options = {
-                "max_depth": options.get("max_depth", DEFAULT_MAX_DEPTH),
-                "max_width": m.max_length,
-                "hierarchical_embeddings": options.get("hierarchical_embeddings", True),
-                "leaf_weights": options.get("leaf_weights", "per_head"),
-            }
+            tree_options = encoder.accumulation_options
         else:
             encoder, tree_options = build_encoder(m, source_size), None
         decoder = TransformerDecoder(
