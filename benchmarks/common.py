@@ -229,13 +229,21 @@ def add_run_arguments(
 
 
 def finish_run_arguments(
-    args: argparse.Namespace, quick_sizes: list[int], quick_batch: int
+    args: argparse.Namespace,
+    quick_sizes: list[int] | None = None,
+    quick_batch: int | None = None,
 ) -> argparse.Namespace:
+    """The output folder, and with ``--quick`` one repeat and the quick sizes and batch
+    (for benchmarks that have them)."""
     if args.out is None:
         # A smoke run must not overwrite the results of a full one.
         args.out = Path("runs/benchmarks/quick" if args.quick else "runs/benchmarks")
     if args.quick:
-        args.sizes, args.batch, args.repeats, args.case_seconds = quick_sizes, quick_batch, 1, 0.0
+        args.repeats, args.case_seconds = 1, 0.0
+        if quick_sizes is not None:
+            args.sizes = quick_sizes
+        if quick_batch is not None:
+            args.batch = quick_batch
     return args
 
 

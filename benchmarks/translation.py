@@ -139,7 +139,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batches", type=int, default=5, help="batches timed (5)")
     add_run_arguments(parser, "translation.{json,md}", 10.0, "100 pairs, a tiny model", 5)
     args = parser.parse_args(argv)
-    args = finish_run_arguments(args, quick_sizes=[], quick_batch=0)
+    args = finish_run_arguments(args)
     if args.quick:
         args.lines, args.batches = 100, 2
     return args
