@@ -185,12 +185,22 @@ def test_translate_names_the_bad_line_and_writes_nothing(checkpoint, tmp_path, c
     assert len(capsys.readouterr().out.split("\n")) == 4
 
 
-def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, capsys):
+def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, tmp_path, capsys):
     assert main(["cross-attention", str(checkpoint), "val"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
     assert [row[0] for row in rows] == ["1"]
     nodes, leaves, keys = map(float, rows[0][1:])
     assert abs(nodes + leaves - 100) < 0.11 and 0 < nodes < 100 and 0 < keys < 100
+    # With the queries zeroed every key weighs the same: the share on nodes is theirs.
+    state = load_checkpoint(checkpoint)
+    for name, weights in state["model"].items():
+        if ".cross.query." in name:
+            weights.zero_()
+    uniform = tmp_path / "uniform.pt"
+    torch.save(state, uniform)
+    assert main(["cross-attention", str(uniform), "val"]) == 0
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert float(row[1]) == pytest.approx(float(row[3]), abs=0.1) and float(row[1]) != nodes
 
 
 def test_parser_trees_are_cached_by_the_parsers_hash_and_another_parser_is_refused(
