@@ -74,6 +74,11 @@ def test_configs_name_their_task_and_old_ones_are_read_as_before():
         (["train.epochs=null"], "train.epochs and train.max_updates are both null"),
         (["train.eval_every=0"], "train.eval_every must be at least 1"),
         (["train.label_smoothing=1.0"], "train.label_smoothing=1.0 is out of range"),
+        (["model.attention_dropout=1.0"], "model.attention_dropout=1.0 is out of range"),
+        (
+            ["model.attention=tree-lstm", "model.attention_dropout=0"],
+            "model.attention_dropout: tree-lstm has no attention",
+        ),
     ],
 )
 def test_each_section_is_checked_up_front_naming_the_key(overrides, message):
@@ -144,6 +149,19 @@ def test_updates_evaluations_and_kept_checkpoints_count_in_updates(tmp_path):
     assert results["best_step"] in dev_steps
     # A finished run asked again trains no further.
     assert train_task(CountTask(count_config(tmp_path, *settings)))["global_step"] == 10
+
+
+def test_evaluations_can_skip_the_epochs_ends(tmp_path):
+    """An epoch is 36 updates here: with eval_each_epoch off, only every 5th update and the
+    last one are evaluated."""
+    settings = ["train.epochs=2", "train.eval_every=5", "train.max_tokens=40"]
+    for each_epoch, extra in ((True, [36]), (False, [])):
+        out = tmp_path / str(each_epoch)
+        options = [*settings, f"train.eval_each_epoch={str(each_epoch).lower()}"]
+        results = train_task(CountTask(count_config(out, *options)))
+        assert results["global_step"] == 72
+        dev_steps = [r["step"] for r in _records(out) if r.get("split") == "dev"]
+        assert dev_steps == sorted([*range(5, 72, 5), 72, *extra])
 
 
 def test_inverse_sqrt_follows_fairseq():

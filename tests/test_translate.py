@@ -104,6 +104,26 @@ def test_a_padded_batch_equals_each_sentence_alone(prefixes, tmp_path, attention
         torch.testing.assert_close(together[i, :t], expected[0], rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("attention", ["vanilla", "distance", "hierarchical"])
+def test_attention_dropout_reaches_every_attention_and_nothing_else(prefixes, tmp_path, attention):
+    extra = (f"model.attention={attention}", "model.dropout=0.3", "model.attention_dropout=0")
+    task, _, _ = fitted(prefixes, tmp_path, *extra)
+    model = task.build_model()
+    attention_rates = [
+        m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None), float)
+    ]
+    other_rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    # Encoder layer and the decoder's self- and cross-attention.
+    assert attention_rates == [0.0] * len(attention_rates) and len(attention_rates) == 3
+    assert other_rates and set(other_rates) == {0.3}
+    # Unset, attention weights drop as everything else does.
+    task, _, _ = fitted(prefixes, tmp_path, f"model.attention={attention}", "model.dropout=0.3")
+    model = task.build_model()
+    assert {
+        m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None), float)
+    } == {0.3}
+
+
 def test_a_model_trained_on_twenty_pairs_translates_them_back(prefixes, tmp_path):
     task, pairs, where = fitted(prefixes, tmp_path, "model.d_model=64", "model.d_ff=128")
     pairs = pairs[:20]

@@ -38,6 +38,9 @@ class TrainConfig:
     label_smoothing: float = 0.0  # for tasks whose loss is cross-entropy
     clip_norm: float = 1.0
     eval_every: int | None = None  # updates between evaluations (besides each epoch's end)
+    # false: evaluate only every ``eval_every`` updates and when training ends (for runs
+    # whose epochs are short and whose evaluation is slow: translation's beam search)
+    eval_each_epoch: bool = True
     checkpoint_every: int = 200  # updates between checkpoints (and one at each evaluation)
     keep_every: int | None = None  # keep the weights every k updates, as step-K.pt
     log_every: int = 20

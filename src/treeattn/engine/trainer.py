@@ -390,8 +390,14 @@ class Trainer:
         return stopped
 
     def _end_epoch(self) -> None:
-        """Evaluate, and checkpoint the start of the next epoch."""
-        self._validate()
+        """Evaluate (as configured), and checkpoint the start of the next epoch."""
+        train, progress = self.cfg.train, self.progress
+        last = (train.epochs is not None and progress.epoch + 1 >= train.epochs) or (
+            train.max_updates is not None and progress.global_step >= train.max_updates
+        )
+        due = train.eval_every is not None and progress.global_step % train.eval_every == 0
+        if train.eval_each_epoch or last or due:
+            self._validate()
         self.progress.epoch += 1
         self.progress.step_in_epoch = 0
         self._checkpoint(self.last_path, full=True)

@@ -135,15 +135,17 @@ class DecoderLayer(nn.Module):
         dropout: float,
         tree: bool,
         tree_options: dict | None = None,
+        attention_dropout: float | None = None,
     ):
         super().__init__()
+        p = dropout if attention_dropout is None else attention_dropout
         self.self_norm = nn.LayerNorm(d_model)
-        self.self_attn = CausalSelfAttention(d_model, n_heads, dropout)
+        self.self_attn = CausalSelfAttention(d_model, n_heads, p)
         self.cross_norm = nn.LayerNorm(d_model)
         if tree:
-            self.cross = TreeMemoryAttention(d_model, n_heads, dropout, **(tree_options or {}))
+            self.cross = TreeMemoryAttention(d_model, n_heads, p, **(tree_options or {}))
         else:
-            self.cross = CrossAttention(d_model, n_heads, dropout)
+            self.cross = CrossAttention(d_model, n_heads, p)
         self.ff_norm = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
@@ -164,7 +166,8 @@ class TransformerDecoder(nn.Module):
     ``tree=True`` gives every layer the tree cross-attention (for the hierarchical
     encoder), built with ``tree_options`` (``max_depth``, ``max_width``,
     ``hierarchical_embeddings``, ``leaf_weights``: the encoder's); the output layer shares
-    the target embedding matrix (Press & Wolf 2017).
+    the target embedding matrix (Press & Wolf 2017). ``attention_dropout`` drops
+    attention weights (default: ``dropout``).
     Targets longer than ``max_length`` are an error, never truncated.
     """
 
@@ -179,6 +182,7 @@ class TransformerDecoder(nn.Module):
         max_length: int = 256,
         tree: bool = False,
         tree_options: dict | None = None,
+        attention_dropout: float | None = None,
     ) -> None:
         super().__init__()
         self.d_model, self.max_length = d_model, max_length
@@ -189,7 +193,7 @@ class TransformerDecoder(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, tree, tree_options)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, tree, tree_options, attention_dropout)
             for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model)

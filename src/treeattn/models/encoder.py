@@ -32,14 +32,23 @@ def init_embedding(table: nn.Embedding, d_model: int) -> None:
 
 
 class EncoderLayer(nn.Module):
-    """x + attn(LN(x)), then x + FFN(LN(x)) (pre-LN, Xiong et al. 2020)."""
+    """x + attn(LN(x)), then x + FFN(LN(x)) (pre-LN, Xiong et al. 2020); the attention
+    weights drop with ``attention_dropout`` (default: ``dropout``)."""
 
     def __init__(
-        self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention: str, **options
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float,
+        attention: str,
+        attention_dropout: float | None = None,
+        **options,
     ) -> None:
         super().__init__()
         self.attn_norm = nn.LayerNorm(d_model)
-        self.attn = build_attention(attention, d_model, n_heads, dropout, **options)
+        p = dropout if attention_dropout is None else attention_dropout
+        self.attn = build_attention(attention, d_model, n_heads, p, **options)
         self.ff_norm = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
@@ -55,7 +64,8 @@ class TransformerEncoder(nn.Module):
     """Token ids (B, n) -> states (B, n, d).
 
     ``positions`` is ``"sinusoidal"`` or ``"learned"``; sentences longer than ``max_length``
-    are an error, never truncated.
+    are an error, never truncated. ``attention_dropout`` drops attention weights (default:
+    ``dropout``).
     """
 
     def __init__(
@@ -70,6 +80,7 @@ class TransformerEncoder(nn.Module):
         positions: str = "sinusoidal",
         max_length: int = 512,
         attention_options: dict | None = None,
+        attention_dropout: float | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
@@ -87,7 +98,15 @@ class TransformerEncoder(nn.Module):
             raise ValueError(f"positions must be 'sinusoidal' or 'learned', not {positions!r}")
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, attention, **(attention_options or {}))
+            EncoderLayer(
+                d_model,
+                n_heads,
+                d_ff,
+                dropout,
+                attention,
+                attention_dropout,
+                **(attention_options or {}),
+            )
             for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model)

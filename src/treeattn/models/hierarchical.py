@@ -37,9 +37,18 @@ class PostNorm(nn.Module):
 class HierarchicalLayer(nn.Module):
     """One layer; leaves and nodes share its attention and feed-forward weights (Fig. 6)."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, **options) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float,
+        attention_dropout: float | None = None,
+        **options,
+    ) -> None:
         super().__init__()
-        self.attn = HierarchicalAttention(d_model, n_heads, dropout, **options)
+        p = dropout if attention_dropout is None else attention_dropout
+        self.attn = HierarchicalAttention(d_model, n_heads, p, **options)
         self.phi = PostNorm(d_model, d_ff, dropout)
 
     def forward(self, leaves, nodes, trees: TreeTensors, return_weights=False, allowed=None):
@@ -59,7 +68,8 @@ class HierarchicalEncoder(nn.Module):
     the horizontal one (a node spans at most ``max_length`` words);
     ``hierarchical_embeddings`` and ``subtree_mask`` switch those parts off for the
     ablations of Table 3; ``leaf_weights`` is ``per_head`` (the authors' release) or
-    ``single`` (the paper's one vector u_s), see ``HierarchicalAccumulation``.
+    ``single`` (the paper's one vector u_s), see ``HierarchicalAccumulation``;
+    ``attention_dropout`` drops attention weights (default: ``dropout``).
     """
 
     def __init__(
@@ -76,6 +86,7 @@ class HierarchicalEncoder(nn.Module):
         hierarchical_embeddings: bool = True,
         subtree_mask: bool = True,
         leaf_weights: str = "per_head",
+        attention_dropout: float | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
@@ -98,7 +109,8 @@ class HierarchicalEncoder(nn.Module):
         )
         options = dict(self.accumulation_options, subtree_mask=subtree_mask)
         self.layers = nn.ModuleList(
-            HierarchicalLayer(d_model, n_heads, d_ff, dropout, **options) for _ in range(n_layers)
+            HierarchicalLayer(d_model, n_heads, d_ff, dropout, attention_dropout, **options)
+            for _ in range(n_layers)
         )
 
     def forward(

@@ -27,6 +27,7 @@ class EncoderConfig:
     n_layers: int = 2
     d_ff: int = 256
     dropout: float = 0.1
+    attention_dropout: float | None = None  # on attention weights; null: as dropout
     positions: str = "sinusoidal"
     max_length: int = 512
     attention_options: dict = field(default_factory=dict)
@@ -41,6 +42,7 @@ def _hierarchical(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn
         n_layers=m.n_layers,
         d_ff=m.d_ff,
         dropout=m.dropout,
+        attention_dropout=m.attention_dropout,
         max_length=m.max_length,
         **m.attention_options,
     )
@@ -88,8 +90,11 @@ def check_encoder(m: EncoderConfig, where: str) -> None:
         raise ValueError(
             f"{where}: model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}"
         )
-    if not 0 <= m.dropout < 1:
-        raise ValueError(f"{where}: model.dropout={m.dropout} is out of range")
+    for key, value in (("dropout", m.dropout), ("attention_dropout", m.attention_dropout)):
+        if value is not None and not 0 <= value < 1:
+            raise ValueError(f"{where}: model.{key}={value} is out of range")
+    if m.attention == "tree-lstm" and m.attention_dropout is not None:
+        raise ValueError(f"{where}: model.attention_dropout: tree-lstm has no attention")
     if m.attention not in model_names():
         raise ValueError(
             f"{where}: model.attention={m.attention!r} is not known; "
@@ -107,7 +112,8 @@ def check_encoder(m: EncoderConfig, where: str) -> None:
 def _options(name: str) -> list[str]:
     """The ``attention_options`` keys that ``model.attention=name`` takes."""
     if name == "hierarchical":  # the size arguments come from the model section
-        sizes = {"d_model", "n_heads", "n_layers", "d_ff", "dropout", "max_length"}
+        sizes = {"d_model", "n_heads", "n_layers", "d_ff", "max_length"}
+        sizes |= {"dropout", "attention_dropout"}
         return [o for o in constructor_options(HierarchicalEncoder, skip=2) if o not in sizes]
     if name == "tree-lstm":
         return constructor_options(TreeLSTMEncoder, skip=5)
@@ -135,4 +141,5 @@ def build_encoder(m: EncoderConfig, vocab_size: int) -> TransformerEncoder:
         positions=m.positions,
         max_length=m.max_length,
         attention_options=m.attention_options,
+        attention_dropout=m.attention_dropout,
     )

@@ -462,6 +462,7 @@ class TranslateTask(Task):
             n_layers=m.decoder_layers or m.n_layers,
             d_ff=m.d_ff,
             dropout=m.dropout,
+            attention_dropout=m.attention_dropout,
             max_length=m.max_length,
             tree=uses_trees(m),
             tree_options=tree_options,
