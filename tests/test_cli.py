@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 import torch
@@ -43,6 +44,17 @@ def test_train_then_evaluate_a_split_and_a_file(tmp_path, capsys):
     assert main(["report", str(run), str(run)]) == 0
     report = capsys.readouterr().out
     assert f"test accuracy  {results['test_accuracy']:.2f} ± 0.00" in report
+    # A run saved before a key existed is the same configuration; another lr is not.
+    older = tmp_path / "older"
+    shutil.copytree(run, older)
+    config = json.loads((older / "config.json").read_text())
+    del config["model"]["attention_dropout"], config["train"]["eval_each_epoch"]
+    (older / "config.json").write_text(json.dumps(config))
+    assert main(["report", str(run), str(older)]) == 0
+    config["train"]["lr"] *= 2
+    (older / "config.json").write_text(json.dumps(config))
+    assert main(["report", str(run), str(older)]) == 1
+    assert "differ in more than seed and out_dir" in capsys.readouterr().err
 
 
 def test_errors_are_reported_without_a_traceback(tmp_path, capsys):

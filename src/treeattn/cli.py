@@ -865,8 +865,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from treeattn.engine.report import format_report
+    from treeattn.tasks import config_from_dict
 
-    print(format_report(args.runs))
+    print(format_report(args.runs, lambda raw: config_from_dict(raw).to_dict()))
     return 0
 
 

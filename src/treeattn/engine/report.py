@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,16 @@ def _column(name: str) -> str:
     return name.replace("_", " ")
 
 
-def format_report(run_dirs: list[str | Path]) -> str:
-    """One line per run, then mean ± sample standard deviation over the runs."""
+def format_report(
+    run_dirs: list[str | Path], complete: Callable[[dict], dict] = lambda config: config
+) -> str:
+    """One line per run, then mean ± sample standard deviation over the runs. ``complete``
+    fills in the defaults a saved config may lack (one saved before a key existed), so
+    that runs of one configuration compare equal."""
     runs = [load_run(d) for d in run_dirs]
-    setup = _setup(runs[0]["config"])
+    setup = _setup(complete(runs[0]["config"]))
     for r in runs[1:]:
-        if _setup(r["config"]) != setup:
+        if _setup(complete(r["config"])) != setup:
             raise ValueError(
                 f"{r['run']} and {runs[0]['run']} differ in more than seed and out_dir; "
                 "summarise one configuration at a time"
