@@ -5,13 +5,19 @@ The paper builds S = F(L, N, R), an (m+1) x n x d tensor holding every node's va
 columns of its leaves (Eq. 5), averages each column upward (U, Eq. 6), adds hierarchical
 embeddings (E, Eq. 9) and sums each node's row over its leaves with weights w = L u_s
 (V, Eq. 7), head by head: w comes from the layer's un-projected leaves L, the values are
-projected, and every head gets the same head-wide [e^v; e^h]. Only the (node,
-descendant-leaf) pairs of S are ever non-zero, and they are the entries of each leaf's
-root-ward path (``TreeTensors.paths``). So this module works on the paths alone,
-(B, n, D, H, k) with D the depth of the deepest leaf: a gather of node values
-along the paths, a cumulative sum up each path (the upward average), and an ``index_add``
-of the weighted averages into their nodes. That is O(n log n) memory for balanced trees
-instead of O(n^2).
+projected, and every head gets the same head-wide [e^v; e^h].
+
+Only the (node, descendant-leaf) pairs of S are ever non-zero, and everything after the
+embeddings is linear, so this module never builds S, nor the H-head values along every
+leaf's root-ward path (D the deepest leaf's number of ancestors). Node i at step s above
+leaf j receives w_j / (s + 2) times the leaf, the nodes from j's parent up to i, and
+their embeddings. The leaves' and nodes' part is a product of the (node, leaf) weight
+matrix (B, H, m, n) with the leaves plus their parents' root-ward sums of node values,
+less the sum above i (R = ancestors @ N, one small matrix product); the vertical embeddings' part is
+the weights per step times the table's running sum; only the horizontal embeddings,
+which differ along each path, are summed up the paths, once for all heads at width
+k / 2, then weighted per head: O(n D d / 2) memory where summing the values up the paths
+took several O(n D d) tensors.
 """
 
 from __future__ import annotations
@@ -41,29 +47,60 @@ def hierarchical_accumulation(
     """
     B, n, H, k = leaf_values.shape
     m = node_values.shape[1]
-    paths = trees.paths
+    paths = trees.paths  # (B, n, D): the node s + 1 steps above leaf j, -1 past its root
     D = paths.shape[2]
-    # Past a leaf's root, ``paths`` is padding (-1): those entries gather node 0 and are
-    # never masked, because padding only follows a path's real entries (a cumulative sum
-    # at a real entry never reaches it) and its contributions go to a spare row.
-    flat = paths.clamp(min=0).reshape(B, n * D, 1).expand(B, n * D, H * k)
-    path_values = node_values.reshape(B, m, H * k).gather(1, flat).view(B, n, D, H, k)
+    real = paths >= 0
+    node = paths.clamp(min=0)
+    steps = torch.arange(D, device=paths.device)
+    # Eqs. 6-7: node i = paths[j, s] takes w_j / (s + 2) of each of the s + 2 terms that
+    # leaf j's upward average holds at i (the leaf, and the nodes from its parent to i).
+    share = leaf_weights.unsqueeze(2) / (steps + 2).to(leaf_weights.dtype).view(1, 1, D, 1)
+    share = share * real.unsqueeze(-1)  # (B, n, D, H); past a root: 0
+    flat_share = share.reshape(B, n * D, H)
+
+    def per_node(index: torch.Tensor, columns: int, values: torch.Tensor) -> torch.Tensor:
+        """Sum ``values`` (B, N, H) into (B, m, columns, H) at node-major ``index`` (B, N)."""
+        total = values.new_zeros(B, m * columns, H)
+        total = total.scatter_add(1, index.unsqueeze(-1).expand(-1, -1, H), values)
+        return total.view(B, m, columns, H)
+
+    leaf = torch.arange(n, device=paths.device).view(1, n, 1)
+    pair = per_node((node * n + leaf).reshape(B, -1), n, flat_share)  # (B, m, n, H)
+    # Root-ward sums R_i = sum of N over i and its ancestors; the nodes from leaf j's
+    # parent up to node i sum to R_parent(j) - R_i + N_i.
+    nodes = node_values.reshape(B, m, H * k)
+    rootward = ancestors_or_self(trees).to(nodes.dtype) @ nodes
+    parent = node[:, :, 0].unsqueeze(-1).expand(-1, -1, H * k)
+    from_leaves = leaf_values.reshape(B, n, H * k) + rootward.gather(1, parent)
+    total = torch.einsum("bijh,bjhk->bihk", pair, from_leaves.view(B, n, H, k))
+    total = total - (rootward - nodes).view(B, m, H, k) * pair.sum(2).unsqueeze(-1)
     if vertical is not None and horizontal is not None:
-        # |V_j^i| - 1 is the step along the path; |H_j^i| - 1 comes with the batch.
-        v = vertical[:D].expand(B, n, D, vertical.shape[1])
-        h = horizontal[trees.horizontal.clamp(min=0)]
-        path_values = path_values + torch.cat([v, h], dim=-1).unsqueeze(3)
-    # Eq. 6: the mean of the leaf and the s + 1 nodes from its parent up to step s.
-    counts = torch.arange(2, D + 2, device=paths.device, dtype=leaf_values.dtype)
-    upward = (leaf_values.unsqueeze(2) + path_values.cumsum(dim=2)) / counts.view(1, 1, D, 1, 1)
-    # Eq. 7: each node sums w_j * upward over its leaves, divided by its number of leaves.
-    contributions = upward * leaf_weights.view(B, n, 1, H, 1)
-    offsets = torch.arange(B, device=paths.device).view(B, 1, 1) * m
-    target = torch.where(paths >= 0, paths + offsets, B * m)  # padding goes to a spare row
-    total = contributions.new_zeros(B * m + 1, H * k)
-    total = total.index_add(0, target.reshape(-1), contributions.reshape(-1, H * k))
+        # Eq. 9: the terms up to step s carry e^v_0 .. e^v_s, so node i takes each
+        # leaf's share times the cumulative vertical table at its step ...
+        at_step = per_node((node * D + steps).reshape(B, -1), D, flat_share)  # (B, m, D, H)
+        up = torch.einsum("bish,sc->bihc", at_step, vertical[:D].cumsum(0))
+        # ... and e^h of each node t <= s on the way (|H| - 1 = j - start(t)): their sum
+        # up the path is the same for every head, so only the product with the shares is
+        # H heads wide.
+        row = horizontal[trees.horizontal.clamp(min=0)].cumsum(2)  # (B, n, D, k_h)
+        reached = share.unsqueeze(-1) * row.unsqueeze(3)  # (B, n, D, H, k_h)
+        target = (node + torch.arange(B, device=paths.device).view(B, 1, 1) * m).reshape(-1)
+        across = reached.new_zeros(B * m, H * row.shape[-1])
+        across = across.index_add(0, target, reached.reshape(B * n * D, -1))
+        across = across.view(B, m, H, -1)
+        total = total + torch.cat([up, across], dim=-1)
     count = trees.leaf_count.to(leaf_values.dtype).view(B, m, 1, 1)
-    return total[: B * m].view(B, m, H, k) / count
+    return total / count
+
+
+def ancestors_or_self(trees: TreeTensors) -> torch.Tensor:
+    """(B, m, m) bool, True where node t (column) is node i (row) or above it: its span
+    holds i's and it is no deeper (a unary chain shares one span). Padding is False."""
+    start, end, depth = trees.node_start, trees.node_end, trees.node_depth
+    real = ~trees.node_pad_mask
+    holds = (start[:, None, :] <= start[:, :, None]) & (end[:, :, None] <= end[:, None, :])
+    above = holds & (depth[:, None, :] <= depth[:, :, None])
+    return above & real[:, None, :] & real[:, :, None]
 
 
 def tree_attention_allowed(trees: TreeTensors, subtree_mask: bool) -> torch.Tensor:
