@@ -1,6 +1,7 @@
 """Forward + backward time and peak memory of hierarchical accumulation: the fast path
-(``treeattn.attention.hierarchical.hierarchical_accumulation``, a gather / cumsum /
-index_add over each leaf's root-ward path, O(n D d)) against the paper's dense formulation
+(``treeattn.attention.hierarchical.hierarchical_accumulation``: a (node, leaf) weight
+matrix times the leaves and root-ward sums of the nodes, with the horizontal embeddings
+summed up each leaf's path once for all heads) against the paper's dense formulation
 (``tests.hierarchical_reference.dense_accumulation``, which builds the (B, m+1, n, d)
 tensors S and E of Nguyen et al. 2020, Eqs. 5-10, and a (B, m, m, n) path mask).
 
