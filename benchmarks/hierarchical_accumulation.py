@@ -3,7 +3,10 @@
 matrix times the leaves and root-ward sums of the nodes, with the horizontal embeddings
 summed up each leaf's path once for all heads) against the paper's dense formulation
 (``tests.hierarchical_reference.dense_accumulation``, which builds the (B, m+1, n, d)
-tensors S and E of Nguyen et al. 2020, Eqs. 5-10, and a (B, m, m, n) path mask).
+tensors S and E of Nguyen et al. 2020, Eqs. 5-10, and a (B, m, m, n) path mask), and
+against the library's earlier form along each leaf's root-ward path
+(``tests.hierarchical_reference.path_accumulation``: a gather, a cumulative sum and an
+``index_add`` over (B, n, D, d)).
 
 Run from the repository root (so that ``tests`` is importable)::
 
@@ -55,7 +58,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from tests.hierarchical_reference import dense_accumulation
+from tests.hierarchical_reference import dense_accumulation, path_accumulation
 
 from benchmarks.common import (
     add_run_arguments,
@@ -144,6 +147,9 @@ def run_case(args, shape: str, n: int, device: torch.device) -> dict:
     def fast_step():
         return forward_backward(one_head, trees, inputs, projection)
 
+    def path_step():
+        return forward_backward(path_accumulation, trees, inputs, projection)
+
     def dense_step():
         return forward_backward(dense_accumulation, trees, inputs, projection)
 
@@ -152,6 +158,11 @@ def run_case(args, shape: str, n: int, device: torch.device) -> dict:
     )
     fast_peak, (fast_out, fast_grads) = peak_bytes(fast_step, device)
     row["fast_peak_mib"] = fast_peak / MIB
+    row["path_ms"], row["path_repeats"] = median_ms(
+        path_step, device, args.repeats, args.case_seconds
+    )
+    row["path_peak_mib"] = peak_bytes(path_step, device)[0] / MIB
+    row["path_speed_ratio"] = row["path_ms"] / row["fast_ms"]
 
     estimate = dense_estimate_bytes(args.batch, n, m, args.d)
     row["dense_estimate_gib"] = estimate / GIB
@@ -197,11 +208,14 @@ HEADERS = [
     "n",
     "D",
     "fast ms",
+    "path ms",
+    "path / fast",
     "dense ms",
-    "speed ratio",
+    "dense / fast",
     "fast peak MiB",
+    "path peak MiB",
     "dense peak MiB",
-    "memory ratio",
+    "memory dense / fast",
     "max abs diff (out / grad)",
 ]
 
@@ -217,9 +231,12 @@ def table_row(row: dict) -> list[str]:
         str(row["n"]),
         str(row["depth"]),
         fmt(row["fast_ms"], 2),
+        fmt(row["path_ms"], 2),
+        fmt(row["path_speed_ratio"]),
         fmt(row["dense_ms"], 1) if row["dense_skipped"] is None else "skipped",
         fmt(row["speed_ratio"]),
         fmt(row["fast_peak_mib"], 2),
+        fmt(row["path_peak_mib"], 2),
         fmt(row["dense_peak_mib"], 1),
         fmt(row["memory_ratio"]),
         diff,
@@ -312,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         f"Machine: {machine_line(info)} ({info['cpu_cores']} cores). "
         f"B={args.batch}, d={args.d}, float32, median of up to {args.repeats} repeats. "
-        f"Peak memory: {memory_method}. Ratios are dense / fast.",
+        f"Peak memory: {memory_method}. Ratios are path / fast and dense / fast.",
         "",
         markdown_table(HEADERS, [table_row(r) for r in rows]),
         "",

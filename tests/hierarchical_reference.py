@@ -169,3 +169,37 @@ def literal_cross_attention(attn, queries, leaves, nodes, lnr: LNR):
         )
         heads.append(torch.stack([_attend(q[part], K[:, part], values, everything) for q in Q]))
     return attn.out(torch.cat(heads, dim=-1))
+
+
+def path_accumulation(
+    leaves: torch.Tensor,
+    nodes: torch.Tensor,
+    trees: TreeTensors,
+    w: torch.Tensor,
+    vertical: torch.Tensor | None = None,
+    horizontal: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """A batch, one head, along each leaf's root-ward path (B, n, D, d): the node values
+    and embeddings of the path gathered, averaged upward by a cumulative sum (Eq. 6),
+    weighted and added into their nodes (Eq. 7). The library's form before the (node,
+    leaf) weight matrix, kept as a second reference and as the benchmarks' baseline:
+    leaves (B, n, d), nodes (B, m, d), w (B, n) -> N-hat (B, m, d)."""
+    B, n, d = leaves.shape
+    m = nodes.shape[1]
+    paths = trees.paths
+    D = paths.shape[2]
+    # Past a leaf's root the path is padding: it gathers node 0, follows every real entry
+    # (so no real cumulative sum reaches it) and is added into a spare row.
+    flat = paths.clamp(min=0).reshape(B, n * D, 1).expand(B, n * D, d)
+    on_path = nodes.gather(1, flat).view(B, n, D, d)
+    if vertical is not None and horizontal is not None:
+        v = vertical[:D].expand(B, n, D, vertical.shape[1])
+        h = horizontal[trees.horizontal.clamp(min=0)]
+        on_path = on_path + torch.cat([v, h], dim=-1)
+    counts = torch.arange(2, D + 2, device=paths.device, dtype=leaves.dtype).view(1, 1, D, 1)
+    upward = (leaves.unsqueeze(2) + on_path.cumsum(dim=2)) / counts
+    offsets = torch.arange(B, device=paths.device).view(B, 1, 1) * m
+    target = torch.where(paths >= 0, paths + offsets, B * m)
+    total = upward.new_zeros(B * m + 1, d)
+    total = total.index_add(0, target.reshape(-1), (upward * w[..., None, None]).reshape(-1, d))
+    return total[: B * m].view(B, m, d) / trees.leaf_count[..., None].to(leaves.dtype)

@@ -13,6 +13,7 @@ from tests.hierarchical_reference import (
     literal_accumulation,
     literal_cross_attention,
     literal_self_attention,
+    path_accumulation,
 )
 from tests.strategies import DEEP, left_branching, right_branching, trees
 from treeattn.attention.hierarchical import (
@@ -144,15 +145,17 @@ def test_fast_accumulation_equals_the_literal_equations(forest, embeddings, seed
 
 @settings(max_examples=20, deadline=None)
 @given(st.lists(TREES, min_size=1, max_size=3), st.integers(0, 2**31))
-def test_dense_reference_equals_the_literal_equations(forest, seed):
+def test_dense_and_path_references_equal_the_literal_equations(forest, seed):
     encoded = [encode_tree(t) for t in forest]
     g = torch.Generator().manual_seed(seed)
     batch, leaves, nodes, w, tables = random_inputs([a for _, a in encoded], 4, g, heads=1)
-    dense = dense_accumulation(leaves[:, :, 0], nodes[:, :, 0], batch, w[..., 0], *tables)
+    one_head = (leaves[:, :, 0], nodes[:, :, 0], batch, w[..., 0], *tables)
+    dense, path = dense_accumulation(*one_head), path_accumulation(*one_head)
     for b, (lnr, arrays) in enumerate(encoded):
         n, m = arrays.n_leaves, arrays.n_nodes
         literal = literal_heads(leaves, nodes, w, lnr, tables, b, n, m)[:, 0]
         torch.testing.assert_close(dense[b, :m], literal, atol=1e-9, rtol=0)
+        torch.testing.assert_close(path[b, :m], literal, atol=1e-9, rtol=0)
 
 
 @pytest.mark.parametrize("shape", [right_branching, left_branching])
