@@ -112,8 +112,15 @@ def check_encoder(m: EncoderConfig, where: str) -> None:
 def _options(name: str) -> list[str]:
     """The ``attention_options`` keys that ``model.attention=name`` takes."""
     if name == "hierarchical":  # the size arguments come from the model section
-        sizes = {"d_model", "n_heads", "n_layers", "d_ff", "max_length"}
-        sizes |= {"dropout", "attention_dropout"}
+        sizes = {
+            "d_model",
+            "n_heads",
+            "n_layers",
+            "d_ff",
+            "max_length",
+            "dropout",
+            "attention_dropout",
+        }
         return [o for o in constructor_options(HierarchicalEncoder, skip=2) if o not in sizes]
     if name == "tree-lstm":
         return constructor_options(TreeLSTMEncoder, skip=5)
