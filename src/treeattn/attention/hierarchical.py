@@ -111,16 +111,14 @@ def tree_attention_allowed(trees: TreeTensors, subtree_mask: bool) -> torch.Tens
     subtree, and a leaf only to leaves; without it, everything attends to everything. Padded
     keys are never allowed; a padded query attends to itself only, so that no row is empty.
     """
-    start, end, depth = trees.node_start, trees.node_end, trees.node_depth
+    start, end = trees.node_start, trees.node_end
     node_pad, leaf_pad = trees.node_pad_mask, trees.leaf_pad_mask
     B, m = start.shape
     n = leaf_pad.shape[1]
     key_pad = torch.cat([node_pad, leaf_pad], dim=1)
     if subtree_mask:
-        # Key node t is in query node i's subtree when its span lies inside i's and it is
-        # not above i (a unary chain shares one span).
-        inside = (start[:, :, None] <= start[:, None, :]) & (end[:, None, :] <= end[:, :, None])
-        node_node = inside & (depth[:, None, :] >= depth[:, :, None])
+        # Key node t is in query node i's subtree when i is t or above it.
+        node_node = ancestors_or_self(trees).transpose(1, 2)
         leaf = torch.arange(n, device=start.device)
         node_leaf = (start[:, :, None] <= leaf) & (leaf < end[:, :, None])
         leaf_node = torch.zeros(B, n, m, dtype=torch.bool, device=start.device)
