@@ -281,9 +281,11 @@ class Trainer:
         )
         return shard_batches(batches, self.replica.rank, self.replica.world_size)
 
-    def _finished(self) -> bool:
+    def _finished(self, epochs_done: int | None = None) -> bool:
+        """Whether training is over, after ``epochs_done`` epochs (default: those counted)."""
         train, progress = self.cfg.train, self.progress
-        return (train.epochs is not None and progress.epoch >= train.epochs) or (
+        epochs = progress.epoch if epochs_done is None else epochs_done
+        return (train.epochs is not None and epochs >= train.epochs) or (
             train.max_updates is not None and progress.global_step >= train.max_updates
         )
 
@@ -392,9 +394,7 @@ class Trainer:
     def _end_epoch(self) -> None:
         """Evaluate (as configured), and checkpoint the start of the next epoch."""
         train, progress = self.cfg.train, self.progress
-        last = (train.epochs is not None and progress.epoch + 1 >= train.epochs) or (
-            train.max_updates is not None and progress.global_step >= train.max_updates
-        )
+        last = self._finished(epochs_done=progress.epoch + 1)
         due = train.eval_every is not None and progress.global_step % train.eval_every == 0
         if train.eval_each_epoch or last or due:
             self._validate()
