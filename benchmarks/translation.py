@@ -67,11 +67,8 @@ def prepared(name: str, args: argparse.Namespace):
     data = task.encode(pairs, where)
     torch.manual_seed(args.seed)
     model = task.build_model()
-    # The batches are cut by the vanilla encoder's sizes (source pieces or target), so that
-    # every encoder sees the same sentences; a tree encoder's batch holds its nodes too.
-    pairs_of_ids = zip(data.ids, data.targets, strict=True)
-    sizes = [max(len(ids), len(target) - 1) for ids, target in pairs_of_ids]
-    order = bucket_batches(sizes, cfg.train.max_tokens, shuffle=True, seed=args.seed)
+    # Every encoder gets the same batches: they are cut by pieces, not phrase nodes.
+    order = bucket_batches(data.lengths, cfg.train.max_tokens, shuffle=True, seed=args.seed)
     batches = [data.batch(indices) for indices in order[: args.batches]]
     return task, model, batches
 

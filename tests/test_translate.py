@@ -89,6 +89,19 @@ def test_a_words_pieces_form_a_subtree_under_it_and_gaps_of_zero_inside_it(prefi
     assert task.piece_tree(control).to_brackets() == "(X ▁a (X (WORD ▁b 1) ▁c))"
 
 
+def test_every_encoder_is_batched_by_the_same_lengths(prefixes, tmp_path):
+    """Rows train for the same number of updates, so they must see the same sentences:
+    a tree encoder's phrase nodes do not count towards train.max_tokens."""
+    lengths = {}
+    for attention in ["vanilla", "hierarchical", "distance"]:
+        task, pairs, where = fitted(prefixes, tmp_path, f"model.attention={attention}")
+        data = task.encode(pairs, where)
+        lengths[attention] = data.lengths
+        pairs_of_ids = zip(data.ids, data.targets, strict=True)
+        assert data.lengths == [max(len(ids), len(target) - 1) for ids, target in pairs_of_ids]
+    assert lengths["hierarchical"] == lengths["vanilla"] == lengths["distance"]
+
+
 @pytest.mark.parametrize("attention", ["vanilla", "distance", "hierarchical"])
 def test_a_padded_batch_equals_each_sentence_alone(prefixes, tmp_path, attention):
     task, pairs, where = fitted(prefixes, tmp_path, f"model.attention={attention}")
@@ -160,7 +173,8 @@ def test_resumed_training_ends_with_the_same_weights(prefixes, tmp_path):
 @pytest.fixture(scope="module")
 def checkpoint(prefixes, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    train(tiny(prefixes, out, "model.attention=hierarchical", "train.epochs=12"))
+    extra = ("model.attention=hierarchical", "train.epochs=12", "train.max_tokens=150")
+    train(tiny(prefixes, out, *extra))
     return out / "best.pt"
 
 

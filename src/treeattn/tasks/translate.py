@@ -232,18 +232,18 @@ class TranslationSet:
                     f"{m.max_length}; raise model.max_length"
                 )
             self.targets.append(torch.tensor(target, dtype=torch.long))
-            size = len(flat)
             if uses_trees(m):
                 lnr, arrays = encode_tree(task.piece_tree(pair.tree), flat, where=at)
                 self.trees.append(arrays)
                 labels = task.node_vocab.encode(lnr.labels)
                 self.node_ids.append(torch.tensor(labels, dtype=torch.long))
-                size += arrays.n_nodes
                 check_depth(m, arrays, at)
             elif uses_distances(m):
                 gaps = gap_distances([pair.tree], [[len(p) for p in pieces]])
                 self.gaps.append(torch.tensor(gaps, dtype=torch.long))
-            self.lengths.append(max(size, len(target)))
+            # Batches are cut by pieces alone, phrase nodes not counted, so that every
+            # encoder trains on the same batches of sentences.
+            self.lengths.append(max(len(flat), len(target) - 1))
 
     def __len__(self) -> int:
         return len(self.ids)
