@@ -106,6 +106,29 @@ def test_resume_refuses_a_different_config_but_not_a_different_display(tmp_path)
     assert train(tiny_config(tmp_path, "train.progress=true"))["finished"]
 
 
+def test_a_finished_inverse_sqrt_run_trains_further_to_the_same_weights(tmp_path):
+    schedule = "train.schedule=inverse_sqrt"
+    straight = tmp_path / "straight"
+    expected = train(tiny_config(straight, schedule, "train.epochs=3"))
+    extended = tmp_path / "extended"
+    assert train(tiny_config(extended, schedule, "train.epochs=1"))["finished"]
+    again = train(tiny_config(extended, schedule, "train.epochs=3"))
+    for key in ("global_step", "best_epoch", "dev_accuracy", "test_accuracy"):
+        assert again[key] == expected[key], key
+    assert json.loads((extended / "config.json").read_text())["train"]["epochs"] == 3
+    a, b = load_checkpoint(straight / "last.pt"), load_checkpoint(extended / "last.pt")
+    for key, value in a["model"].items():
+        assert torch.equal(value, b["model"][key]), key
+    # Cut shorter than what it has done, it would misreport; under a schedule that decays
+    # to the last update, a longer run is another run.
+    with pytest.raises(ValueError, match=r"has done 3 epochs, more than train.epochs=2"):
+        train(tiny_config(extended, schedule, "train.epochs=2"))
+    linear = tmp_path / "linear"
+    train(tiny_config(linear, "train.epochs=1"))
+    with pytest.raises(ValueError, match=r"train.epochs: 1 -> 3"):
+        train(tiny_config(linear, "train.epochs=3"))
+
+
 def test_a_fresh_start_leaves_nothing_of_the_earlier_run(tmp_path):
     train(tiny_config(tmp_path))
     assert (tmp_path / "results.json").exists()

@@ -102,10 +102,15 @@ class Config:
 
     def resume_key(self) -> dict[str, Any]:
         """What must match for a run to resume from a checkpoint: everything but where it
-        is written and how progress is shown."""
+        is written and how progress is shown, and under the inverse-square-root schedule
+        (whose rate never looks at where training ends) how long it trains, so that a
+        finished run can be trained further."""
         key = self.to_dict()
         key.pop("out_dir")
         key["train"].pop("progress")
+        if self.train.schedule == "inverse_sqrt":
+            key["train"].pop("epochs")
+            key["train"].pop("max_updates")
         return key
 
     def to_json(self) -> str:

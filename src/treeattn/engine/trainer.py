@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from treeattn.data.batching import bucket_batches, shard_batches
 from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint, task_state
+from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import Replica, setup_replica, teardown_replica
 from treeattn.engine.schedule import schedule_factor
 from treeattn.engine.task import Task
@@ -137,6 +138,21 @@ def _check_same_setup(path: Path, saved_json: str, task: Task) -> None:
     )
 
 
+def _check_not_past_the_end(path: Path, progress: Progress, train: TrainConfig) -> None:
+    """A run extended by a longer ``train.max_updates`` or ``train.epochs`` continues; one
+    cut shorter than what it has done would report weights trained longer than it says."""
+    if train.max_updates is not None and progress.global_step > train.max_updates:
+        raise ValueError(
+            f"{path} has done {progress.global_step} updates, more than "
+            f"train.max_updates={train.max_updates}; use another out_dir"
+        )
+    if train.epochs is not None and progress.epoch > train.epochs:
+        raise ValueError(
+            f"{path} has done {progress.epoch} epochs, more than train.epochs={train.epochs}; "
+            "use another out_dir"
+        )
+
+
 def _say(message: str) -> None:
     """A line for the person watching, on stderr (stdout may carry results)."""
     tqdm.write(message, file=sys.stderr)
@@ -241,6 +257,7 @@ class Trainer:
             self.scheduler.load_state_dict(state["scheduler"])
             defaults = asdict(self.progress)  # checkpoints may predate a field
             self.progress = Progress(**{k: state.get(k, v) for k, v in defaults.items()})
+            _check_not_past_the_end(self.last_path, self.progress, cfg.train)
             if replica.is_main:
                 _set_rng_state(state["rng"], replica.device)
                 _truncate_log(self.out / METRICS, self.progress.global_step)
@@ -258,9 +275,10 @@ class Trainer:
                     (self.out / name).unlink(missing_ok=True)
                 for kept in self.out.glob("step-*.pt"):
                     kept.unlink()
-                config_text = json.dumps(cfg.to_dict(), indent=2)
-                (self.out / "config.json").write_text(config_text, encoding="utf-8")
             replica.barrier()
+        if replica.is_main:  # a run trained further says how far it now goes
+            config_text = json.dumps(cfg.to_dict(), indent=2)
+            (self.out / "config.json").write_text(config_text, encoding="utf-8")
         self.net: nn.Module = (
             DistributedDataParallel(self.model) if replica.world_size > 1 else self.model
         )
