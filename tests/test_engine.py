@@ -111,8 +111,12 @@ def test_a_finished_inverse_sqrt_run_trains_further_to_the_same_weights(tmp_path
     straight = tmp_path / "straight"
     expected = train(tiny_config(straight, schedule, "train.epochs=3"))
     extended = tmp_path / "extended"
-    assert train(tiny_config(extended, schedule, "train.epochs=1"))["finished"]
-    again = train(tiny_config(extended, schedule, "train.epochs=3"))
+    first = train(tiny_config(extended, schedule, "train.epochs=1"))
+    assert first["finished"] and (extended / "results.json").exists()
+    further = tiny_config(extended, schedule, "train.epochs=3")
+    train(further, stop_after_steps=first["global_step"] + 1)
+    assert not (extended / "results.json").exists()  # the shorter run's is not this one's
+    again = train(further)
     for key in ("global_step", "best_epoch", "dev_accuracy", "test_accuracy"):
         assert again[key] == expected[key], key
     assert json.loads((extended / "config.json").read_text())["train"]["epochs"] == 3

@@ -261,6 +261,8 @@ class Trainer:
             if replica.is_main:
                 _set_rng_state(state["rng"], replica.device)
                 _truncate_log(self.out / METRICS, self.progress.global_step)
+                if not self._finished():  # a finished run trained further: not final yet
+                    (self.out / RESULTS).unlink(missing_ok=True)
                 _say(f"resuming from update {self.progress.global_step} of {self.last_path}")
             else:  # only the main replica's random state is saved
                 torch.manual_seed(_replica_seed(cfg.seed, replica.rank, self.progress.global_step))
