@@ -11,7 +11,8 @@ reads them (PTB words, SentencePiece pieces learned on them, the shipped parser'
 cached) and cut into ``--batches`` batches of ``train.max_tokens`` tokens. One step is
 zero_grad, forward, label-smoothed cross-entropy, backward and an Adam step, in training
 mode, on one of those batches. Each encoder (``--encoders``: ``vanilla``,
-``hierarchical``, ``distance`` with the hard and the soft gate, ``constituent``) builds
+``hierarchical``, ``distance`` with the hard and the soft gate, ``constituent``,
+``structured``) builds
 the model of its ``configs/multi30k-*.yaml``. Steps are timed in rounds that run every
 encoder once on the same batch, in an order drawn anew each round
 (``common.interleaved_median_ms``); tokens per second are the batch's source pieces plus
@@ -48,6 +49,7 @@ CONFIGS = {
     "distance-hard": "configs/multi30k-distance-hard.yaml",
     "distance-soft": "configs/multi30k-distance-soft.yaml",
     "constituent": "configs/multi30k-constituent.yaml",
+    "structured": "configs/multi30k-structured.yaml",
 }
 TRAIN_PAIRS = 29000  # Multi30k's training split
 QUICK = ["model.d_model=32", "model.n_heads=2", "model.n_layers=1", "model.decoder_layers=1"]

@@ -102,7 +102,9 @@ def test_every_encoder_is_batched_by_the_same_lengths(prefixes, tmp_path):
     assert lengths["hierarchical"] == lengths["vanilla"] == lengths["distance"]
 
 
-@pytest.mark.parametrize("attention", ["vanilla", "distance", "hierarchical"])
+@pytest.mark.parametrize(
+    "attention", ["vanilla", "distance", "hierarchical", "constituent", "structured"]
+)
 def test_a_padded_batch_equals_each_sentence_alone(prefixes, tmp_path, attention):
     task, pairs, where = fitted(prefixes, tmp_path, f"model.attention={attention}")
     torch.manual_seed(0)
