@@ -11,6 +11,7 @@ from treeattn.attention.distance import gap_distances
 from treeattn.cli import main
 from treeattn.data.multi30k import load_multi30k
 from treeattn.engine.checkpoint import load_checkpoint
+from treeattn.errors import FormatError
 from treeattn.tasks import load_config, make_task
 from treeattn.tasks.translate import right_branching
 from treeattn.trees import Tree
@@ -219,6 +220,11 @@ def test_translate_names_the_bad_line_and_writes_nothing(checkpoint, tmp_path, c
     trees.write_text(f"{dog}\n\n(S (NP (NNS Dogs)) (VP (VBP bark)) (. .))\n")
     assert main(["translate", str(checkpoint), str(text), "--trees", str(trees)]) == 0
     assert len(capsys.readouterr().out.split("\n")) == 4
+    # A tree too deep for the hierarchical embeddings: its line, blank lines counted.
+    deep = tmp_path / "deep.txt"
+    deep.write_text("A dog runs.\n\n" + " ".join(["a"] * 70) + "\n")
+    assert main(["translate", str(checkpoint), str(deep)]) == 2
+    assert f"{deep}:3: a token lies" in capsys.readouterr().err
 
 
 def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, tmp_path, capsys):
@@ -252,3 +258,39 @@ def test_parser_trees_are_cached_by_the_parsers_hash_and_another_parser_is_refus
     task.trees = {**task.trees, "sha256": "0" * 64}  # as if trained with another parser
     with pytest.raises(ValueError, match="trained on trees of the parser"):
         task.sources(["A dog runs."], "input")
+
+
+def test_a_run_on_tree_files_needs_one_for_every_split_and_cuts_it_with_the_lines(
+    prefixes, tmp_path
+):
+    def flat(words):
+        return Tree("S", [Tree("W", [word]) for word in words])
+
+    sentences = [p.words for p in fitted(prefixes, tmp_path)[1]]
+    trees = tmp_path / "train.trees"
+    trees.write_text("".join(flat(words).to_brackets() + "\n" for words in sentences))
+    extra = ("model.attention=distance", f"data.tree_files.train={trees}")
+    task, pairs, _ = fitted(prefixes, tmp_path, *extra, "data.train_fraction=0.5")
+    assert [p.tree for p in pairs] == [flat(words) for words in sentences[:30]]
+    assert task.trees == {"source": "files"}
+    # Val would be parsed while train came from a file: refused before any training.
+    with pytest.raises(ValueError, match="data.tree_files"):
+        task.read("val")
+    trees.write_text(flat(sentences[0]).to_brackets() + "\n")
+    with pytest.raises(FormatError, match="1 trees for 60 sentences"):
+        task.read("train")
+
+
+def test_a_resumed_run_whose_parser_changed_is_refused(prefixes, tmp_path):
+    cfg = tiny(prefixes, tmp_path, "model.attention=distance", "data.trees=parser")
+    trained, _, _ = fitted(prefixes, tmp_path, "model.attention=distance", "data.trees=parser")
+    state = trained.state_dict()
+    for sha256, refused in ((state["trees"]["sha256"], False), ("0" * 64, True)):
+        resumed = make_task(cfg)
+        resumed.read("train")  # training reads its splits before it loads last.pt
+        state["trees"]["sha256"] = sha256
+        if refused:
+            with pytest.raises(ValueError, match="its splits were parsed by"):
+                resumed.load_state_dict(state)
+        else:
+            resumed.load_state_dict(state)

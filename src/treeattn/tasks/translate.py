@@ -96,13 +96,15 @@ class TranslateModel(EncoderConfig):
 
 @dataclass(frozen=True)
 class Pair:
-    """A source sentence, its PTB words, its tree over them (encoders that read trees)
-    and its reference translation ("" when there is none)."""
+    """A source sentence, its PTB words, its tree over them (encoders that read trees),
+    its reference translation ("" when there is none) and its line in the file it came
+    from (for errors)."""
 
     source: str
     words: list[str]
-    target: str = ""
-    tree: Tree | None = None
+    target: str
+    tree: Tree | None
+    line: int
 
 
 @dataclass
@@ -175,7 +177,9 @@ def parsed_trees(
     )
     trees = [p.tree for p in parsed]
     if any(tree is None for tree in trees):
-        raise ValueError(f"{parser}: a dependency-only parser gives no constituency trees")
+        raise ValueError(
+            f"{identity['path']}: a dependency-only parser gives no constituency trees"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
@@ -183,17 +187,20 @@ def parsed_trees(
     return trees
 
 
-def read_tree_file(path: str, sentences: Sequence[Sequence[str]]) -> list[Tree]:
-    """One bracketed tree a line, whose leaves are the words of the matching sentence."""
+def read_tree_file(path: str, sentences: Sequence[Sequence[str]], split_lines: int) -> list[Tree]:
+    """One bracketed tree a line, one line per line of the split (``split_lines``), whose
+    leaves are the words of the matching sentence; the first ``len(sentences)`` trees
+    (fewer than the split's lines under ``data.train_fraction``)."""
     lines = read_utf8(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if len(lines) != len(sentences):
+    if len(lines) != split_lines:
         raise FormatError(
-            f"{len(lines)} trees for {len(sentences)} sentences",
+            f"{len(lines)} trees for {split_lines} sentences",
             path,
-            min(len(lines), len(sentences)) + 1,
+            min(len(lines), split_lines) + 1,
         )
+    lines = lines[: len(sentences)]
     trees = []
     for number, (line, words) in enumerate(zip(lines, sentences, strict=True), start=1):
         tree = parse_treebank_line(line, path, number)
@@ -215,21 +222,25 @@ class TranslationSet:
         self.node_ids: list[torch.Tensor] = []
         self.gaps: list[torch.Tensor] = []
         self.lengths: list[int] = []
-        for i, pair in enumerate(pairs):
-            at = f"{where}: sentence {i + 1}"
+        for pair in pairs:
+            at = f"{where}:{pair.line}"
             pieces = [task.pieces(word) for word in pair.words]
             flat = [piece for word in pieces for piece in word]
             if len(flat) > m.max_length:
-                raise ValueError(
-                    f"{at}: {len(flat)} source pieces, more than model.max_length="
-                    f"{m.max_length}; raise model.max_length"
+                raise FormatError(
+                    f"{len(flat)} source pieces, more than model.max_length={m.max_length}; "
+                    "raise model.max_length",
+                    where,
+                    pair.line,
                 )
             self.ids.append(torch.tensor(task.source_subwords.piece_ids(flat), dtype=torch.long))
             target = [BOS, *task.target_subwords.encode(pair.target), EOS]
             if len(target) - 1 > m.max_length:
-                raise ValueError(
-                    f"{at}: {len(target) - 1} target pieces, more than model.max_length="
-                    f"{m.max_length}; raise model.max_length"
+                raise FormatError(
+                    f"{len(target) - 1} target pieces, more than model.max_length="
+                    f"{m.max_length}; raise model.max_length",
+                    where,
+                    pair.line,
                 )
             self.targets.append(torch.tensor(target, dtype=torch.long))
             if uses_trees(m):
@@ -277,6 +288,7 @@ class TranslateTask(Task):
         # Where a trained model's source trees came from: {"source": "parser", "path",
         # "sha256"}, {"source": "files"} or {"source": "right-branching"}; None before fit.
         self.trees: dict[str, str] | None = None
+        self._parsed_with: dict[str, str] | None = None  # the parser the splits were read by
         self._pieces: dict[str, list[str]] = {}
 
     @classmethod
@@ -345,17 +357,19 @@ class TranslateTask(Task):
                     f"the prefix of {src} and {tgt}"
                 )
             rows, where = read_parallel(src, tgt), str(src)
+        split_lines = len(rows)
         if source == self.train_split and d.train_fraction < 1:
             rows = rows[: max(1, round(d.train_fraction * len(rows)))]
         sentences = [self.words(line, where, k) for k, (line, _) in enumerate(rows, start=1)]
         tree_file = d.tree_files.get(source)
-        given = None if tree_file is None else read_tree_file(tree_file, sentences)
+        given = None if tree_file is None else read_tree_file(tree_file, sentences, split_lines)
         trees = self._trees(sentences, where, given)
-        pairs = [
-            Pair(line, words, target, tree)
-            for (line, target), words, tree in zip(rows, sentences, trees, strict=True)
-        ]
-        return pairs, where
+        return [
+            Pair(line, words, target, tree, k)
+            for k, ((line, target), words, tree) in enumerate(
+                zip(rows, sentences, trees, strict=True), start=1
+            )
+        ], where
 
     def words(self, line: str, where: str, number: int) -> list[str]:
         from treeattn.parser import tokenize
@@ -374,22 +388,32 @@ class TranslateTask(Task):
             return [None] * len(sentences)
         if given is not None:
             return given
-        if self.cfg.data.trees == "right-branching":
+        source = self._tree_source
+        if source == "right-branching":
             return [right_branching(words) for words in sentences]
-        if self.trees is not None and self.trees["source"] == "files":
+        if source == "files":  # every split of such a run, or none, has its tree file
             raise ValueError(
-                f"{where}: the model was trained on trees read from files; pass the trees of "
-                "these sentences (--trees)"
+                f"{where}: this model reads its trees from files (data.tree_files) and none "
+                "is given for these sentences (data.tree_files.SPLIT, or translate --trees)"
             )
-        if self.trees is not None and self.trees["source"] == "parser":  # its parser only
-            found = parser_identity(self.cfg.data.parser)
-            if found["sha256"] != self.trees["sha256"]:
-                raise ValueError(
-                    f"the model was trained on trees of the parser {self.trees['path']} "
-                    f"(sha256 {self.trees['sha256'][:12]}), but {found['path']} is another "
-                    f"(sha256 {found['sha256'][:12]}): pass that parser's trees (--trees)"
-                )
+        found = parser_identity(self.cfg.data.parser)
+        if self.trees is None:  # training: the parser that load_state_dict must match
+            self._parsed_with = found
+        elif found["sha256"] != self.trees["sha256"]:  # a trained model: its parser only
+            raise ValueError(
+                f"the model was trained on trees of the parser {self.trees['path']} "
+                f"(sha256 {self.trees['sha256'][:12]}), but {found['path']} is another "
+                f"(sha256 {found['sha256'][:12]}): pass that parser's trees (--trees)"
+            )
         return parsed_trees(sentences, self.cfg.data.parser, where)
+
+    @property
+    def _tree_source(self) -> str:
+        """Where the source trees come from: the trained model's record, or before
+        ``fit`` the config: ``files``, ``parser`` or ``right-branching``."""
+        if self.trees is not None:
+            return self.trees["source"]
+        return "files" if self.cfg.data.tree_files else self.cfg.data.trees
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
         d = self.cfg.data
@@ -400,14 +424,11 @@ class TranslateTask(Task):
             (p.target for p in train_examples), d.target_vocab_size, self.cfg.seed
         )
         self._pieces = {}
-        if not self._reads_trees:
-            self.trees = None
-        elif d.tree_files:
-            self.trees = {"source": "files"}
-        elif d.trees == "parser":
-            self.trees = {"source": "parser", **parser_identity(d.parser)}
-        else:
-            self.trees = {"source": d.trees}
+        self.trees = None  # so that the config says where the trees come from
+        if self._reads_trees:
+            source = self._tree_source
+            identity = parser_identity(d.parser) if source == "parser" else {}
+            self.trees = {"source": source, **identity}
         if uses_trees(self.cfg.model):
             self.node_vocab = Vocab.build(
                 encode_tree(self.piece_tree(p.tree))[0].labels for p in train_examples
@@ -441,6 +462,15 @@ class TranslateTask(Task):
         if uses_trees(self.cfg.model):
             self.node_vocab = Vocab(state["node_vocab"])
         self.trees = state.get("trees")
+        read_by, trained_on = self._parsed_with, self.trees
+        parsed = trained_on is not None and trained_on["source"] == "parser"
+        if read_by is not None and parsed and read_by["sha256"] != trained_on["sha256"]:
+            # A resumed run whose parser changed would go on training on other trees.
+            raise ValueError(
+                f"the run was trained on trees of the parser {trained_on['path']} (sha256 "
+                f"{trained_on['sha256'][:12]}), but its splits were parsed by "
+                f"{read_by['path']} (sha256 {read_by['sha256'][:12]})"
+            )
 
     def encode(self, examples: Sequence[Pair], where: str) -> TranslationSet:
         return TranslationSet(self, examples, where)
@@ -580,8 +610,8 @@ class TranslateTask(Task):
                 tree.check_leaves(words, trees_where or where, k)
         trees = self._trees(sentences, where, None if trees is None else list(trees))
         return [
-            Pair(line, words, "", tree)
-            for line, words, tree in zip(lines, sentences, trees, strict=True)
+            Pair(line, words, "", tree, k)
+            for line, words, tree, k in zip(lines, sentences, trees, numbers, strict=True)
         ]
 
     def predict(
