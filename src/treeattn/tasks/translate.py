@@ -155,11 +155,15 @@ def parser_identity(path: str | None) -> dict[str, str]:
 
 
 def parsed_trees(
-    sentences: Sequence[Sequence[str]], parser: str | None, where: str, progress: bool = True
+    sentences: Sequence[Sequence[str]],
+    parser: str | None,
+    identity: dict[str, str],
+    where: str,
+    progress: bool = True,
 ) -> list[Tree]:
     """The parser's tree of every sentence (PTB words), read from the cache when these
-    words were parsed by this parser before, else parsed and cached."""
-    identity = parser_identity(parser)
+    words were parsed by this parser (``identity``: ``parser_identity(parser)``) before,
+    else parsed and cached."""
     text = "\n".join(" ".join(words) for words in sentences)
     key = hashlib.sha256(f"{identity['sha256']}\n{text}".encode()).hexdigest()[:24]
     path = cache_dir() / "trees" / f"{key}.txt"
@@ -405,14 +409,17 @@ class TranslateTask(Task):
                 f"(sha256 {self.trees['sha256'][:12]}), but {found['path']} is another "
                 f"(sha256 {found['sha256'][:12]}): pass that parser's trees (--trees)"
             )
-        return parsed_trees(sentences, self.cfg.data.parser, where)
+        return parsed_trees(sentences, self.cfg.data.parser, found, where)
 
     @property
     def _tree_source(self) -> str:
         """Where the source trees come from: the trained model's record, or before
-        ``fit`` the config: ``files``, ``parser`` or ``right-branching``."""
-        if self.trees is not None:
-            return self.trees["source"]
+        ``fit`` the config's."""
+        return self._configured_tree_source if self.trees is None else self.trees["source"]
+
+    @property
+    def _configured_tree_source(self) -> str:
+        """``files``, ``parser`` or ``right-branching``, as the config says."""
         return "files" if self.cfg.data.tree_files else self.cfg.data.trees
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
@@ -424,9 +431,9 @@ class TranslateTask(Task):
             (p.target for p in train_examples), d.target_vocab_size, self.cfg.seed
         )
         self._pieces = {}
-        self.trees = None  # so that the config says where the trees come from
+        self.trees = None
         if self._reads_trees:
-            source = self._tree_source
+            source = self._configured_tree_source
             identity = parser_identity(d.parser) if source == "parser" else {}
             self.trees = {"source": source, **identity}
         if uses_trees(self.cfg.model):
