@@ -14,6 +14,7 @@ import torch
 from tests.helpers import train
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.config import Config, apply_override
+from treeattn.engine.task import evaluating
 from treeattn.tasks import load_config
 from treeattn.tasks.trained import load_trained
 
@@ -229,3 +230,15 @@ def test_a_failed_start_leaves_no_folder_and_a_resume_says_where_it_starts(tmp_p
     assert "stopped: checkpoint saved at update 2" in capsys.readouterr().err
     train(tiny_config(run))
     assert f"resuming from update 2 of {run / 'last.pt'}" in capsys.readouterr().err
+
+
+def test_evaluating_restores_the_mode_even_when_the_block_raises():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    with pytest.raises(RuntimeError), evaluating(model):
+        assert not model.training and not model[1].training
+        raise RuntimeError("decoding failed")
+    assert model.training and model[1].training
+    model.eval()
+    with evaluating(model):
+        pass
+    assert not model.training

@@ -10,7 +10,8 @@ Adding a task is one subclass of ``Task`` and one ``register_task`` call
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -18,6 +19,18 @@ import torch
 from torch import nn
 
 from treeattn.engine.config import Config, make_config
+
+
+@contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` in eval mode for the block; its mode comes back even if the block raises
+    (an evaluation in the middle of training must not leave dropout off)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 @dataclass(frozen=True)

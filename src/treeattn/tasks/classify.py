@@ -16,7 +16,7 @@ from treeattn.data.listops import OPERATORS, check_operators, parse_expression
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
-from treeattn.engine.task import Selection, Task
+from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.classification import accuracy
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
@@ -258,18 +258,18 @@ class ClassifyTask(Task):
     ) -> tuple[torch.Tensor, float]:
         """The predicted class of every example, and the summed cross-entropy of the
         labeled ones."""
-        was_training = model.training
-        model.eval()
         predictions = torch.zeros(len(data), dtype=torch.long)
         total_loss = 0.0
         max_tokens = self.cfg.train.eval_max_tokens
-        for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
-            batch = data.batch(indices).to(device)
-            logits = _logits(model, batch)
-            loss = F.cross_entropy(logits, batch.labels, ignore_index=IGNORE_LABEL, reduction="sum")
-            total_loss += loss.item()
-            predictions[indices] = logits.argmax(-1).cpu()
-        model.train(was_training)
+        with evaluating(model):
+            for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
+                batch = data.batch(indices).to(device)
+                logits = _logits(model, batch)
+                loss = F.cross_entropy(
+                    logits, batch.labels, ignore_index=IGNORE_LABEL, reduction="sum"
+                )
+                total_loss += loss.item()
+                predictions[indices] = logits.argmax(-1).cpu()
         return predictions, total_loss
 
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from treeattn.data.batching import TokenBatch, bucket_batches
 from treeattn.data.text import START, check_corpora
 from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
-from treeattn.engine.task import Selection, Task
+from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.tasks.encoders import (
     EncoderConfig,
@@ -225,16 +225,14 @@ class MaskedLMTask(Task):
         """Perplexity (exp of the mean cross-entropy per masked word), always with the same
         masked positions (a generator seeded with ``EVAL_SEED``), so that every evaluation
         of every model sees the same task."""
-        was_training = model.training
-        model.eval()
-        generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
-        masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
-        total, count = 0.0, 0
-        for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
-            loss, n = masked_lm_loss(model, data.batch(indices).to(device), masking, generator)
-            total += loss.item()
-            count += n
-        model.train(was_training)
+        with evaluating(model):
+            generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
+            masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
+            total, count = 0.0, 0
+            for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
+                loss, n = masked_lm_loss(model, data.batch(indices).to(device), masking, generator)
+                total += loss.item()
+                count += n
         mean = total / max(1, count)
         return {"perplexity": math.exp(mean), "loss": mean, "count": count}
 
@@ -251,20 +249,18 @@ class MaskedLMTask(Task):
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
     ) -> list[str]:
         """Each sentence with every ``<mask>`` replaced by the model's most likely word."""
-        was_training = model.training
-        model.eval()
-        lines: dict[int, str] = {}
-        for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
-            batch = data.batch(indices).to(device)
-            masked = batch.tokens == Vocab.mask_id
-            filled = batch.tokens.clone()
-            if masked.any():
-                logits = model(batch.tokens, batch.pad_mask, batch.context, predict=masked)
-                logits[:, :FIRST_WORD_ID] = float("-inf")  # never padding, unknown or mask
-                filled[masked] = logits.argmax(-1)
-            for row, i in enumerate(indices):
-                guesses = iter(self.vocab.decode(filled[row][masked[row]].tolist()))
-                words = [next(guesses) if w == MASK else w for w in data.words[i]]
-                lines[i] = " ".join(words[1:] if self.cfg.data.start_token else words)
-        model.train(was_training)
+        with evaluating(model):
+            lines: dict[int, str] = {}
+            for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
+                batch = data.batch(indices).to(device)
+                masked = batch.tokens == Vocab.mask_id
+                filled = batch.tokens.clone()
+                if masked.any():
+                    logits = model(batch.tokens, batch.pad_mask, batch.context, predict=masked)
+                    logits[:, :FIRST_WORD_ID] = float("-inf")  # never padding, unknown or mask
+                    filled[masked] = logits.argmax(-1)
+                for row, i in enumerate(indices):
+                    guesses = iter(self.vocab.decode(filled[row][masked[row]].tolist()))
+                    words = [next(guesses) if w == MASK else w for w in data.words[i]]
+                    lines[i] = " ".join(words[1:] if self.cfg.data.start_token else words)
         return [lines[i] for i in range(len(data))]

@@ -27,7 +27,7 @@ from treeattn.data.ptb import load_ptb_sample
 from treeattn.data.ud import load_ud
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
-from treeattn.engine.task import Selection, Task
+from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.metrics.dependency import attachment_scores
 from treeattn.metrics.evalb import EvalbResult, evalb, format_evalb
 from treeattn.models.parser import LabelAttentionParser, ParserOutput, ParserSizes
@@ -390,20 +390,17 @@ class ParseTask(Task):
         and dependency tree (its ``xpos``: the predicted tags), in the order of ``data``;
         whole batches are decoded at once. With ``gold_tags`` the constituency trees carry
         the examples' own tags (for EVALB, see ``evaluate``); ``progress`` shows a bar."""
-        was_training = model.training
-        model.eval()
         found: dict[int, tuple[Tree | None, DependencyTree]] = {}
         batches = bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False)
         bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
-        for indices in batches:
-            batch = data.batch(indices).to(device)
-            out = model(batch.words, batch.chars, batch.pad_mask)
-            examples = [data.examples[i] for i in indices]
-            trees = self._decode(model, out, batch.lengths, examples, gold_tags)
-            found.update(zip(indices, trees, strict=True))
-            bar.update(len(indices))
-        bar.close()
-        model.train(was_training)
+        with evaluating(model), bar:
+            for indices in batches:
+                batch = data.batch(indices).to(device)
+                out = model(batch.words, batch.chars, batch.pad_mask)
+                examples = [data.examples[i] for i in indices]
+                trees = self._decode(model, out, batch.lengths, examples, gold_tags)
+                found.update(zip(indices, trees, strict=True))
+                bar.update(len(indices))
         return [found[i] for i in range(len(data))]
 
     def _decode(

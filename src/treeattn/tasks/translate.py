@@ -45,7 +45,7 @@ from treeattn.data.subwords import BOS, EOS, PAD, Subwords
 from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree, split_subwords
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
-from treeattn.engine.task import Selection, Task
+from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError, read_utf8
 from treeattn.metrics.bleu import bleu
 from treeattn.models.decoder import TransformerDecoder
@@ -529,12 +529,11 @@ class TranslateTask(Task):
         a sentence's translation does not depend on the others in its batch."""
         d = self.cfg.data
         beam = beam_size or d.beam_size
-        was_training = model.training
-        model.eval()
         outputs: list[str] = [""] * len(data)
         sizes = [len(ids) for ids in data.ids]
         batches = bucket_batches(sizes, self.cfg.train.eval_max_tokens // beam, shuffle=False)
-        with tqdm(total=len(data), unit="sentence", disable=not progress, leave=False) as bar:
+        bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
+        with evaluating(model), bar:
             for indices in batches:
                 batch = data.batch(indices).to(device)
                 sources = torch.tensor([sizes[i] for i in indices], device=device)
@@ -552,24 +551,21 @@ class TranslateTask(Task):
                 for i, ids in zip(indices, found, strict=True):
                     outputs[i] = self.target_subwords.decode(ids)
                 bar.update(len(indices))
-        model.train(was_training)
         return outputs
 
     @torch.no_grad()
     def _loss(self, model: nn.Module, data: TranslationSet, device: torch.device) -> float:
         """Mean cross-entropy (no smoothing) per target word, the end word included."""
-        was_training = model.training
-        model.eval()
-        total, words = 0.0, 0
-        for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
-            batch = data.batch(indices).to(device)
-            logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
-            gold = batch.targets[:, 1:].flatten()
-            total += F.cross_entropy(
-                logits.flatten(0, 1), gold, ignore_index=PAD, reduction="sum"
-            ).item()
-            words += int((gold != PAD).sum())
-        model.train(was_training)
+        with evaluating(model):
+            total, words = 0.0, 0
+            for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
+                batch = data.batch(indices).to(device)
+                logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+                gold = batch.targets[:, 1:].flatten()
+                total += F.cross_entropy(
+                    logits.flatten(0, 1), gold, ignore_index=PAD, reduction="sum"
+                ).item()
+                words += int((gold != PAD).sum())
         return total / max(1, words)
 
     def evaluate(
