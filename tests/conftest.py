@@ -1,6 +1,12 @@
 import pytest
+from hypothesis import settings
 
 from treeattn.data.paths import data_dir
+
+# No per-example deadline: a property holds or fails whatever the machine's load; the
+# tests measure no time.
+settings.register_profile("treeattn", deadline=None)
+settings.load_profile("treeattn")
 
 
 @pytest.fixture

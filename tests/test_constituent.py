@@ -218,7 +218,7 @@ def test_the_binary_variant_descends_while_the_weakest_link_is_strong():
     assert induce_spans(links, 0.8, 0) == {(0, 5), (0, 4), (1, 4), (2, 4)}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.integers(1, 30), st.integers(1, 4), st.integers(0, 10_000))
 def test_the_binary_variant_gives_a_binary_tree(n: int, n_layers: int, seed: int):
     rng = np.random.default_rng(seed)
@@ -273,7 +273,7 @@ def test_a_span_strong_at_the_lowest_layer_stays_flat_but_in_binary():
     assert flat.to_brackets() == "(X (X a) (X b) (X c))"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.integers(2, 25), st.integers(3, 5), st.integers(0, 10_000))
 def test_mirrored_links_give_the_mirrored_tree(n: int, n_layers: int, seed: int):
     rng = np.random.default_rng(seed)

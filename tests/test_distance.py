@@ -15,7 +15,7 @@ from treeattn.trees import (
     tree_from_distances,
 )
 
-SETTINGS = settings(deadline=None, max_examples=100)
+SETTINGS = settings(max_examples=100)
 
 LABELS = st.sampled_from(["S", "NP", "VP", "X"])
 TAGS = st.sampled_from(["NN", "DT", "X"])

@@ -92,7 +92,7 @@ def test_subword_pieces_and_sentence_breaks():
         gap_distances([first], [[1, 0, 1]])
 
 
-@settings(deadline=None, max_examples=100)
+@settings(max_examples=100)
 @given(TREES)
 def test_local_range_is_the_lowest_phrases_around_each_gap(tree: Tree):
     """Left end: the start of the lowest phrase holding token i and its left neighbour;
@@ -111,7 +111,7 @@ def test_local_range_is_the_lowest_phrases_around_each_gap(tree: Tree):
         assert ranges[i] == (start, end) == literal_range(gaps, i)
 
 
-@settings(deadline=None, max_examples=100)
+@settings(max_examples=100)
 @given(st.lists(st.lists(st.integers(1, 4), min_size=0, max_size=20), min_size=1, max_size=3))
 def test_ranges_by_binary_lifting_equal_the_walk(rows: list[list[int]]):
     """Any gaps, ties included, padded to one length with arbitrary values (a range may
@@ -129,7 +129,7 @@ def test_ranges_by_binary_lifting_equal_the_walk(rows: list[list[int]]):
         assert found[b].tolist() == [(ks or [width])[0] for ks in wider]
 
 
-@settings(deadline=None, max_examples=50)
+@settings(max_examples=50)
 @given(st.lists(st.integers(1, 6), min_size=0, max_size=12), st.sampled_from([0.3, 1.0, 4.0]))
 def test_soft_gate_is_the_product_of_alphas(gaps: list[int], tau: float):
     gaps_tensor = torch.tensor([gaps]).reshape(1, len(gaps))

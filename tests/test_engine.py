@@ -189,7 +189,7 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes_to_the_same_weights(tmp_path):
         text=True,
     )
     log = stopped / "metrics.jsonl"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a guard against a hang, not a timing
     while not (log.exists() and "train_loss" in log.read_text()):
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "training never started"

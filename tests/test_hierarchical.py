@@ -43,7 +43,7 @@ def drop_preterminals(tree: Tree) -> Tree:
 
 
 # ---------------------------------------------------------------------------- (L, N, R)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(TREES)
 def test_lnr_rebuilds_the_tree_from_its_subtree_sets(tree):
     assert from_lnr(to_lnr(tree, collapse_preterminals=False)) == [tree]
@@ -51,7 +51,7 @@ def test_lnr_rebuilds_the_tree_from_its_subtree_sets(tree):
     assert from_lnr(to_lnr(tree)) == [drop_preterminals(tree)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(TREES, min_size=1, max_size=3))
 def test_a_forest_rebuilds_tree_by_tree(forest):
     lnr = to_lnr(forest, collapse_preterminals=False)
@@ -69,7 +69,7 @@ def test_lnr_of_a_small_tree():
     assert to_lnr(Tree.parse("(2 fine)")).labels == ("2",)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(TREES)
 def test_tree_arrays_hold_every_node_leaf_pair(tree):
     lnr, arrays = encode_tree(tree)
@@ -119,7 +119,7 @@ def literal_heads(leaves, nodes, w, lnr, tables, b, n, m):
     )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(TREES, min_size=1, max_size=3), st.booleans(), st.integers(0, 2**31))
 def test_fast_accumulation_equals_the_literal_equations(forest, embeddings, seed):
     """Forward and backward, float64, each tree and head of a padded batch against Eqs.
@@ -143,7 +143,7 @@ def test_fast_accumulation_equals_the_literal_equations(forest, embeddings, seed
         torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20)
 @given(st.lists(TREES, min_size=1, max_size=3), st.integers(0, 2**31))
 def test_dense_and_path_references_equal_the_literal_equations(forest, seed):
     encoded = [encode_tree(t) for t in forest]
@@ -179,7 +179,7 @@ def test_accumulation_gradcheck():
 
 
 # ---------------------------------------------------------------------------- masks
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(TREES, min_size=1, max_size=3))
 def test_subtree_mask_follows_the_subtree_sets(forest):
     encoded = [encode_tree(t) for t in forest]

@@ -376,7 +376,7 @@ WORDS = st.text(alphabet="abxyz", min_size=1, max_size=3)
 VOCABULARY = ["S", "NP", "VP", "PP", "X", "DT", "NN", "VB"]
 
 
-@settings(deadline=None, max_examples=100)
+@settings(max_examples=100)
 @given(binary_trees(LABELS, TAGS, WORDS))
 def test_binary_tree_round_trips_through_the_chart(tree: Tree) -> None:
     words = tree.leaves()

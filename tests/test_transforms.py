@@ -21,7 +21,7 @@ from treeattn.trees import (
     unwrap_root,
 )
 
-SETTINGS = settings(deadline=None, max_examples=80)
+SETTINGS = settings(max_examples=80)
 
 # As in PTB, -NONE- only ever tags a word.
 LABELS = st.sampled_from(["S", "NP", "VP", "NP-SBJ-1", "PP-LOC=2", "S-TPC-1", "-LRB-"])

@@ -21,7 +21,7 @@ from treeattn.trees import (
     write_treebank,
 )
 
-SETTINGS = settings(deadline=None, max_examples=150)
+SETTINGS = settings(max_examples=150)
 
 LABELS = st.sampled_from(["S", "NP", "VP", "PP", "X", "NP-SBJ-1", "PP-LOC=2", "-LRB-", "0"])
 WORDS = st.text(alphabet="abxyz.,'$*-1", min_size=1, max_size=3)
@@ -336,7 +336,7 @@ def test_detect_one_per_line() -> None:
     assert not detect_one_per_line("")
 
 
-@settings(deadline=None, max_examples=40)
+@settings(max_examples=40)
 @given(st.lists(TREES.map(treebank_shaped), min_size=1, max_size=5))
 def test_write_then_read(tmp_path_factory, trees: list[Tree]) -> None:
     path = tmp_path_factory.mktemp("bank") / "out.txt"

@@ -15,7 +15,7 @@ WORDS = [f"w{i}" for i in range(12)]
 VOCAB = {word: i + 1 for i, word in enumerate(WORDS)}  # 0 is padding
 LABELS = st.sampled_from(["S", "NP", "VP"])
 TAGS = st.sampled_from(["NN", "DT"])
-SETTINGS = settings(deadline=None, max_examples=40)
+SETTINGS = settings(max_examples=40)
 
 FIXED = [
     "(S (NN w0))",  # one-word sentence: a root over one leaf
