@@ -225,10 +225,10 @@ class MaskedLMTask(Task):
         """Perplexity (exp of the mean cross-entropy per masked word), always with the same
         masked positions (a generator seeded with ``EVAL_SEED``), so that every evaluation
         of every model sees the same task."""
+        generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
+        masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
+        total, count = 0.0, 0
         with evaluating(model):
-            generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
-            masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
-            total, count = 0.0, 0
             for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
                 loss, n = masked_lm_loss(model, data.batch(indices).to(device), masking, generator)
                 total += loss.item()
@@ -249,8 +249,8 @@ class MaskedLMTask(Task):
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
     ) -> list[str]:
         """Each sentence with every ``<mask>`` replaced by the model's most likely word."""
+        lines: dict[int, str] = {}
         with evaluating(model):
-            lines: dict[int, str] = {}
             for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
                 batch = data.batch(indices).to(device)
                 masked = batch.tokens == Vocab.mask_id

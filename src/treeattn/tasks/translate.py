@@ -556,8 +556,8 @@ class TranslateTask(Task):
     @torch.no_grad()
     def _loss(self, model: nn.Module, data: TranslationSet, device: torch.device) -> float:
         """Mean cross-entropy (no smoothing) per target word, the end word included."""
+        total, words = 0.0, 0
         with evaluating(model):
-            total, words = 0.0, 0
             for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
                 batch = data.batch(indices).to(device)
                 logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
