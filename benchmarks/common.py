@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from treeattn.data.tree_tensors import TreeTensors, collate_trees, encode_tree
+from treeattn.trees.tensors import TreeTensors, collate_trees, encode_tree
 from treeattn.trees.tree import Tree
 
 

@@ -74,7 +74,7 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.attention.hierarchical import hierarchical_accumulation
-from treeattn.data.tree_tensors import TreeTensors
+from treeattn.trees.tensors import TreeTensors
 
 MIB = 2**20
 GIB = 2**30

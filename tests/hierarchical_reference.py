@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from treeattn.data.tree_tensors import TreeTensors
 from treeattn.trees.lnr import LNR
+from treeattn.trees.tensors import TreeTensors
 
 
 def literal_accumulation(

@@ -8,10 +8,10 @@ import itertools
 import pytest
 import torch
 
-from treeattn.data.tree_tensors import collate_trees, encode_tree
 from treeattn.models.decoder import Memory, Source, TransformerDecoder
 from treeattn.models.search import beam_search, greedy
 from treeattn.trees import Tree
+from treeattn.trees.tensors import collate_trees, encode_tree
 
 TREES = [
     Tree.parse("(S (NP a b) (VP c (PP d e)))"),

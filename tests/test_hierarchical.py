@@ -23,11 +23,11 @@ from treeattn.attention.hierarchical import (
     hierarchical_accumulation,
     tree_attention_allowed,
 )
-from treeattn.data.tree_tensors import collate_trees, encode_tree, split_subwords
 from treeattn.models.classifier import TreeClassifier
 from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.trees import Tree
 from treeattn.trees.lnr import from_lnr, to_lnr
+from treeattn.trees.tensors import collate_trees, encode_tree, split_subwords
 
 LABELS = st.sampled_from(["S", "NP", "VP", "PP"])
 TAGS = st.sampled_from(["DT", "NN", "VB"])

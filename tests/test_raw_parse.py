@@ -11,10 +11,11 @@ import pytest
 from tests.helpers import train
 from tests.test_parser import SMALL, TOY
 from treeattn.cli import main
-from treeattn.parser import Parser, tokenize
+from treeattn.parsing import Parser
 from treeattn.tasks import load_config
 from treeattn.trees import Tree
 from treeattn.trees.dependency import read_conllu
+from treeattn.trees.tokenize import tokenize
 
 ROOT = Path(__file__).parents[1]
 

@@ -8,9 +8,9 @@ import pytest
 from treeattn.data.multi30k import load_multi30k
 from treeattn.data.paths import data_dir
 from treeattn.data.subwords import BOS, EOS, PAD, UNK, Subwords
-from treeattn.data.tree_tensors import split_subwords
-from treeattn.parser import tokenize
 from treeattn.trees import Tree
+from treeattn.trees.tensors import split_subwords
+from treeattn.trees.tokenize import tokenize
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ from hypothesis import strategies as st
 from torch.func import functional_call
 
 from tests.strategies import binary_trees, left_branching, right_branching, trees
-from treeattn.data.tree_tensors import collate_trees, encode_tree
 from treeattn.models.classifier import TreeClassifier
 from treeattn.models.tree_lstm import TreeLSTMEncoder
 from treeattn.trees import Tree
+from treeattn.trees.tensors import collate_trees, encode_tree
 from treeattn.trees.transforms import binarize
 
 WORDS = [f"w{i}" for i in range(12)]

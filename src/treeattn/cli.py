@@ -289,7 +289,7 @@ def _add_parse(sub: argparse._SubParsersAction) -> None:
 def _parse(args: argparse.Namespace) -> int:
     import time
 
-    from treeattn.parser import Parser
+    from treeattn.parsing import Parser
     from treeattn.trees.dependency import format_conllu
 
     def parse(lines: list[str], where: str) -> tuple[str, int, float]:
@@ -379,7 +379,7 @@ def _add_label_heads(sub: argparse._SubParsersAction) -> None:
 
 def _label_heads(args: argparse.Namespace) -> int:
     from treeattn.analysis.label_heads import label_head_contributions
-    from treeattn.parser import Parser
+    from treeattn.parsing import Parser
     from treeattn.viz.attention import plot_attention
 
     spans = label_head_contributions(Parser.load(args.model), args.sentence, args.tokenized)
@@ -417,7 +417,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from treeattn.parser import Parser
+    from treeattn.parsing import Parser
 
     if not args.out.endswith(".safetensors"):
         raise ValueError(f"{args.out}: a parser file ends in .safetensors")
@@ -708,7 +708,7 @@ def _induce(args: argparse.Namespace) -> int:
         if args.tokenized:
             sentences = lines_to_sentences(lines, where)
         else:
-            from treeattn.parser import tokenize
+            from treeattn.trees.tokenize import tokenize
 
             sentences = lines_to_sentences([" ".join(tokenize(line)) for line in lines], where)
         tagged = [plain_sentence(words) for words in sentences]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from treeattn.parser import Parser
+from treeattn.parsing import Parser
 from treeattn.structs import CKY
 from treeattn.structs.cky import tree_spans
 

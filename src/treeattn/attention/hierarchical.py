@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.attention.vanilla import merge_heads, split_heads
-from treeattn.data.tree_tensors import TreeTensors
+from treeattn.trees.tensors import TreeTensors
 
 
 def hierarchical_accumulation(

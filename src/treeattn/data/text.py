@@ -37,7 +37,8 @@ from treeattn.data.ptb import load_ptb_sample
 from treeattn.data.sst import load_sst
 from treeattn.data.ud import load_ud
 from treeattn.data.vocab import MASK, UNK
-from treeattn.metrics.unsupervised import word_mask
+from treeattn.trees.labels import word_mask
+from treeattn.trees.tokenize import tokenize
 
 CORPORA = ("ewt", "sst", "ptb", "multi30k")
 MULTI30K_SPLIT = {"train": "train", "dev": "val", "test": "test_2016_flickr"}
@@ -143,7 +144,6 @@ def _ptb(split: str, root: str | Path | None) -> list[TaggedSentence]:
 
 
 def _multi30k(split: str, root: str | Path | None) -> list[TaggedSentence]:
-    from treeattn.parser import tokenize  # nltk, only when Multi30k is asked for
 
     path = multi30k_path(MULTI30K_SPLIT[split], "en", root)
     return [plain_sentence(tokenize(line)) for line in read_lines(path)]

@@ -31,7 +31,7 @@ import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from treeattn.trees.labels import EMPTY_ELEMENT, PUNCTUATION_TAGS
+from treeattn.trees.labels import EMPTY_ELEMENT, REMOVED_TAGS, word_mask
 from treeattn.trees.tree import Span, Tree
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
 ]
 
 # Tags outside PRPN's 36 word tags in the PTB tag set; Kim et al. keep only word tags.
-REMOVED_TAGS: frozenset[str] = PUNCTUATION_TAGS | {"$", "#", EMPTY_ELEMENT}
 
 
 # ---------------------------------------------------------------------------- spans
@@ -61,15 +60,6 @@ def nontrivial(spans: Collection[Span], length: int | None = None) -> set[Span]:
 def tree_spans(tree: Tree) -> set[Span]:
     """Non-trivial unlabeled spans of every node of ``tree`` (a predicted tree, say)."""
     return nontrivial(tree.unlabeled_spans(include_preterminals=True), len(tree))
-
-
-def word_mask(tree: Tree, removed_tags: Collection[str] = REMOVED_TAGS) -> list[bool]:
-    """For each word of the sentence (the tree's leaves without traces), is it kept?
-
-    Use it with :func:`project_spans` to score a predicted tree built over all the words,
-    punctuation included, against :func:`gold_spans`.
-    """
-    return [tag not in removed_tags for _, tag in tree.pos() if tag != EMPTY_ELEMENT]
 
 
 def project_spans(spans: Collection[Span], keep: Sequence[bool]) -> set[Span]:

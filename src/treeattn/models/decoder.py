@@ -19,8 +19,8 @@ from torch import nn
 
 from treeattn.attention.hierarchical import TreeCrossAttention
 from treeattn.attention.vanilla import merge_heads, split_heads
-from treeattn.data.tree_tensors import TreeTensors
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
+from treeattn.trees.tensors import TreeTensors
 
 
 @dataclass

@@ -12,8 +12,8 @@ from treeattn.attention.hierarchical import (
     HierarchicalAttention,
     tree_attention_allowed,
 )
-from treeattn.data.tree_tensors import TreeTensors, check_shapes
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
+from treeattn.trees.tensors import TreeTensors, check_shapes
 
 
 class PostNorm(nn.Module):

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.data.tree_tensors import TreeTensors, check_shapes
 from treeattn.models.encoder import init_embedding
+from treeattn.trees.tensors import TreeTensors, check_shapes
 
 
 class TreeLSTMEncoder(nn.Module):

@@ -303,7 +303,7 @@ class ClassifyTask(Task):
             else:
                 words[number] = line.split()
         if words and needs_tree:
-            from treeattn.parser import Parser
+            from treeattn.parsing import Parser
 
             parser = Parser.load(self.parser_path)
             numbers = list(words)

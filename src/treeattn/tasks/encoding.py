@@ -12,12 +12,12 @@ from treeattn.attention.distance import GAPS, gap_distances
 from treeattn.attention.hierarchical import DEFAULT_MAX_DEPTH
 from treeattn.data.batching import TokenBatch, pad_ids
 from treeattn.data.sst import IGNORE_LABEL
-from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree
 from treeattn.data.vocab import Vocab
 from treeattn.tasks.encoders import TREE_ENCODERS, EncoderConfig, uses_distances, uses_trees
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.trees import Tree, binarize
 from treeattn.trees.lnr import to_lnr
+from treeattn.trees.tensors import TreeArrays, collate_trees, encode_tree
 
 
 def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: str) -> None:

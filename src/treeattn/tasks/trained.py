@@ -64,7 +64,7 @@ def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
     """A checkpoint written by ``treeattn train`` (also one written before tasks had names),
     or a parser file (``.safetensors``, ``treeattn export-parser``)."""
     if str(checkpoint).endswith(".safetensors"):
-        from treeattn.parser import Parser
+        from treeattn.parsing import Parser
 
         parser = Parser.load(checkpoint, device)
         return Trained(parser.task.cfg, parser.task, parser.model, parser.device)

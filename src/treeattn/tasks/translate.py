@@ -42,7 +42,6 @@ from treeattn.data.multi30k import (
     read_parallel,
 )
 from treeattn.data.subwords import BOS, EOS, PAD, Subwords
-from treeattn.data.tree_tensors import TreeArrays, collate_trees, encode_tree, split_subwords
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
 from treeattn.engine.task import Selection, Task, evaluating
@@ -60,6 +59,8 @@ from treeattn.tasks.encoders import (
 )
 from treeattn.tasks.encoding import check_depth
 from treeattn.trees import Tree
+from treeattn.trees.tensors import TreeArrays, collate_trees, encode_tree, split_subwords
+from treeattn.trees.tokenize import tokenize
 from treeattn.trees.treebank import parse_treebank_line
 
 MULTI30K = "multi30k"
@@ -146,7 +147,7 @@ def file_sha256(path: str | Path) -> str:
 
 def parser_identity(path: str | None) -> dict[str, str]:
     """The parser a model's trees come from: its path as configured and its SHA-256."""
-    from treeattn.parser import DEFAULT_MODEL
+    from treeattn.parsing.parser import DEFAULT_MODEL
 
     resolved = Path(path) if path is not None else DEFAULT_MODEL
     if not resolved.is_file():
@@ -174,7 +175,7 @@ def parsed_trees(
             for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
                 tree.check_leaves(words, str(path), k + 1)
             return trees
-    from treeattn.parser import Parser
+    from treeattn.parsing import Parser
 
     parsed = Parser.load(parser).parse(
         [" ".join(w) for w in sentences], tokenized=True, progress=progress, where=where
@@ -376,7 +377,6 @@ class TranslateTask(Task):
         ], where
 
     def words(self, line: str, where: str, number: int) -> list[str]:
-        from treeattn.parser import tokenize
 
         words = tokenize(line)
         if not words:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["EMPTY_ELEMENT", "PUNCTUATION_TAGS", "strip_label"]
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from treeattn.trees.tree import Tree
+
+__all__ = ["EMPTY_ELEMENT", "PUNCTUATION_TAGS", "REMOVED_TAGS", "strip_label", "word_mask"]
 
 EMPTY_ELEMENT = "-NONE-"
 """The tag of empty elements (traces, null complementizers): ``(-NONE- *T*-1)``."""
@@ -10,6 +16,8 @@ EMPTY_ELEMENT = "-NONE-"
 PUNCTUATION_TAGS: frozenset[str] = frozenset({"``", "''", ",", ".", ":", "-LRB-", "-RRB-"})
 """PTB punctuation tags. Removed for unsupervised-parsing evaluation, never a head when a
 phrase has another child; currency ``$`` and ``#`` are words and not in the set."""
+
+REMOVED_TAGS: frozenset[str] = PUNCTUATION_TAGS | {"$", "#", EMPTY_ELEMENT}
 
 
 def strip_label(label: str, keep_dash_labels: bool = True) -> str:
@@ -26,3 +34,12 @@ def strip_label(label: str, keep_dash_labels: bool = True) -> str:
         if char in "-=":
             return label[:index]
     return label
+
+
+def word_mask(tree: Tree, removed_tags: Collection[str] = REMOVED_TAGS) -> list[bool]:
+    """For each word of the sentence (the tree's leaves without traces), is it kept?
+
+    Use it with :func:`project_spans` to score a predicted tree built over all the words,
+    punctuation included, against :func:`gold_spans`.
+    """
+    return [tag not in removed_tags for _, tag in tree.pos() if tag != EMPTY_ELEMENT]

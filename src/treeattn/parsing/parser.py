@@ -1,6 +1,6 @@
 """Parse raw text: the label attention parser as a three-line API.
 
->>> from treeattn.parser import Parser
+>>> from treeattn.parsing import Parser
 >>> parser = Parser.load()                       # the model shipped with treeattn
 >>> parsed = parser.parse(["The cat sat on the mat."])
 >>> parsed[0].tree.leaves()
@@ -26,11 +26,10 @@ from treeattn.engine.distributed import pick_device
 from treeattn.tasks.parse import ParseExample, ParseTask
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
+from treeattn.trees.tokenize import escape, tokenize
 
 FORMAT, VERSION = "treeattn-parser", "1"
-# Penn Treebank escapes of brackets, which a bracketed tree cannot hold as words.
-ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
-DEFAULT_MODEL = Path(__file__).parent / "resources" / "parser-ptb-sample.safetensors"
+DEFAULT_MODEL = Path(__file__).parent.parent / "resources" / "parser-ptb-sample.safetensors"
 
 
 @dataclass
@@ -41,18 +40,6 @@ class Parse:
     words: list[str]
     tree: Tree | None
     dependencies: DependencyTree
-
-
-def tokenize(sentence: str) -> list[str]:
-    """Penn Treebank tokens of one sentence, with PTB escapes for brackets and quotes."""
-    from nltk.tokenize import TreebankWordTokenizer
-
-    return escape(TreebankWordTokenizer().tokenize(sentence, convert_parentheses=True))
-
-
-def escape(words: Sequence[str]) -> list[str]:
-    """Words with every bracket character written as the Penn Treebank writes it."""
-    return ["".join(ESCAPES.get(char, char) for char in word) for word in words]
 
 
 class Parser:
