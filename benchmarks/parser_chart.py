@@ -11,7 +11,7 @@ Inputs (seeded): span label scores (B, n, n, L) float32 from N(0, 1), L = 60 lab
 (``--labels``, about the PTB sample's count), label 0 the empty label with its score set to
 0 as the parser fixes it; gold charts from random binary trees (``common.binary_spans``,
 each span given a random label in 1..L-1, every other cell the empty label) built by
-``treeattn.tasks.parse.gold_chart``. Every sentence has exactly n words (no padding).
+``treeattn.parsing.encoding.gold_chart``. Every sentence has exactly n words (no padding).
 
 The timed step is the loss and its gradient with respect to the scores (the scores require
 grad; ``torch.autograd.grad``):
@@ -72,7 +72,8 @@ from benchmarks.structs import (
     supar_spans_to_chart,
     to_fenceposts,
 )
-from treeattn.tasks.parse import gold_chart, hinge_loss
+from treeattn.parsing.encoding import gold_chart
+from treeattn.tasks.parse import hinge_loss
 
 BATCHED, SINGLE = "batched", "one sentence at a time"
 LIBRARIES = ("torch-struct", "supar")

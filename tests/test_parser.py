@@ -14,10 +14,12 @@ from tests.helpers import train
 from treeattn.attention.label import LabelAttention
 from treeattn.cli import main
 from treeattn.engine.checkpoint import load_checkpoint
-from treeattn.models.parser import LabelAttentionParser, ParserSizes
+from treeattn.parsing.config import ParserConfig
+from treeattn.parsing.encoding import gold_chart
+from treeattn.parsing.network import LabelAttentionParser
 from treeattn.structs.cky import spans_tensor
 from treeattn.tasks import load_config, make_task
-from treeattn.tasks.parse import gold_chart, hinge_loss
+from treeattn.tasks.parse import hinge_loss
 from treeattn.trees import Tree
 from treeattn.trees.transforms import chain_spans, tree_from_chain_spans
 
@@ -101,12 +103,7 @@ def test_residual_dropout_drops_the_same_features_for_every_word():
 
 
 def tiny_parser(**changes) -> LabelAttentionParser:
-    sizes = ParserSizes(
-        n_words=12,
-        n_chars=10,
-        n_tags=5,
-        n_labels=4,
-        n_rels=3,
+    sizes = ParserConfig(
         d_word=8,
         d_char=8,
         d_content=8,
@@ -125,7 +122,8 @@ def tiny_parser(**changes) -> LabelAttentionParser:
     )
     for key, value in changes.items():
         setattr(sizes, key, value)
-    return LabelAttentionParser(sizes).double().eval()
+    counts = {"n_words": 12, "n_chars": 10, "n_tags": 2, "n_labels": 4, "n_rels": 3}
+    return LabelAttentionParser(sizes, **counts).double().eval()
 
 
 @pytest.mark.parametrize("label_attention", [True, False])

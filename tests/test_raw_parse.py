@@ -229,7 +229,9 @@ def test_a_parser_file_of_another_version_is_refused(toy_parser, tmp_path):
         meta = dict(f.metadata())
     other = tmp_path / "other.safetensors"
     save_file(load_file(str(toy_parser)), str(other), metadata={**meta, "version": "0"})
-    with pytest.raises(ValueError, match="parser file version '0'; this treeattn reads version 1"):
+    with pytest.raises(
+        ValueError, match="parser file version '0'; this treeattn reads versions 1 and 2"
+    ):
         Parser.load(other)
     untagged = tmp_path / "untagged.safetensors"
     save_file(load_file(str(toy_parser)), str(untagged))

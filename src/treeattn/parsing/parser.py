@@ -18,18 +18,27 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
-from torch import nn
 
+from treeattn.engine.checkpoint import load_checkpoint
+from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import pick_device
-from treeattn.tasks.parse import ParseExample, ParseTask
+from treeattn.parsing.config import ParserConfig
+from treeattn.parsing.decoding import parse_all
+from treeattn.parsing.encoding import ParseSet, encode
+from treeattn.parsing.examples import unparsed_example
+from treeattn.parsing.network import LabelAttentionParser
+from treeattn.parsing.vocab import ParserVocab
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
 from treeattn.trees.tokenize import escape, tokenize
 
-FORMAT, VERSION = "treeattn-parser", "1"
+# Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both).
+FORMAT, VERSION, READS = "treeattn-parser", "2", ("1", "2")
 DEFAULT_MODEL = Path(__file__).parent.parent / "resources" / "parser-ptb-sample.safetensors"
+TASK = "parse"  # the task of the training runs whose checkpoints are parsers
 
 
 @dataclass
@@ -43,14 +52,41 @@ class Parse:
 
 
 class Parser:
-    """A trained parser: ``Parser.load(path)``, then ``parse(sentences)``."""
+    """A trained parser: ``Parser.load(path)``, then ``parse(sentences)``.
 
-    def __init__(self, task: ParseTask, model: nn.Module, device: torch.device) -> None:
-        self.task, self.model, self.device = task, model.eval(), device
+    ``run_config`` is the config of the run that trained it, as a JSON mapping (its
+    ``model`` section is ``model.sizes``); ``vocab`` its vocabularies, ``model`` the
+    network, in evaluation mode on ``device``.
+    """
+
+    def __init__(
+        self,
+        run_config: dict[str, Any],
+        vocab: ParserVocab,
+        model: LabelAttentionParser,
+        device: torch.device,
+    ) -> None:
+        self.run_config, self.vocab, self.model, self.device = run_config, vocab, model, device
+        model.eval()
+
+    @property
+    def config(self) -> ParserConfig:
+        return self.model.sizes
 
     @property
     def max_length(self) -> int:
-        return self.task.cfg.model.max_length
+        return self.config.max_length
+
+    @property
+    def constituency(self) -> bool:
+        """Whether it gives constituency trees (else dependency trees only)."""
+        return self.vocab.constituency
+
+    @property
+    def max_tokens(self) -> int:
+        """Padded tokens in a batch: the trained run's ``train.eval_max_tokens``."""
+        train = self.run_config.get("train") or {}
+        return train.get("eval_max_tokens", TrainConfig.eval_max_tokens)
 
     @classmethod
     def load(cls, path: str | Path | None = None, device: str = "auto") -> Parser:
@@ -59,45 +95,22 @@ class Parser:
         path = Path(path) if path is not None else DEFAULT_MODEL
         if not path.is_file():
             raise FileNotFoundError(f"no parser model at {path}")
-        if path.suffix != ".safetensors":
-            return cls._from_checkpoint(path, device)
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file, safe_open
-
+        if path.suffix == ".safetensors":
+            run_config, state, weights = _read_parser_file(path)
+        else:
+            run_config, state, weights = _read_checkpoint(path)
+        config = ParserConfig.from_dict(run_config.get("model"), f"{path} config")
         try:
-            with safe_open(str(path), "pt") as f:
-                meta = f.metadata() or {}
-            weights = load_file(str(path))
-        except (SafetensorError, OSError, ValueError) as error:
-            raise ValueError(f"{path}: not a safetensors parser file ({error})") from None
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a treeattn parser file (no '{FORMAT}' format tag)")
-        if meta.get("version") != VERSION:
-            raise ValueError(
-                f"{path}: parser file version {meta.get('version')!r}; this treeattn reads "
-                f"version {VERSION}"
-            )
-        from treeattn.tasks import config_from_dict, make_task
-
-        cfg = config_from_dict(json.loads(meta["config"]), where=f"{path} config")
-        task = make_task(cfg)
-        task.load_state_dict(json.loads(meta["task_state"]))
-        target = pick_device(device)
-        model = task.build_model()
+            vocab = ParserVocab.from_state(state)
+        except (KeyError, ValueError, TypeError) as error:
+            raise ValueError(f"{path}: the parser's vocabularies are unreadable: {error}") from None
+        model = LabelAttentionParser(config, **vocab.sizes())
         try:
-            model.load_state_dict({k: v.float() for k, v in weights.items()})
+            model.load_state_dict(weights)
         except RuntimeError as error:
             raise ValueError(f"{path}: the weights do not fit the model: {error}") from None
-        return cls(task, model.to(target), target)
-
-    @classmethod
-    def _from_checkpoint(cls, path: Path, device: str) -> Parser:
-        from treeattn.tasks.trained import load_trained
-
-        trained = load_trained(path, device)
-        if not isinstance(trained.task, ParseTask):
-            raise ValueError(f"{path}: a {trained.cfg.task} model, not a parser")
-        return cls(trained.task, trained.model, trained.device)
+        target = pick_device(device)
+        return cls(run_config, vocab, model.to(target), target)
 
     def save(self, path: str | Path, half: bool = True) -> Path:
         """Write the parser as safetensors (float16 weights with ``half``); returns the path."""
@@ -110,8 +123,8 @@ class Parser:
         meta = {
             "format": FORMAT,
             "version": VERSION,
-            "config": self.task.cfg.to_json(),
-            "task_state": json.dumps(self.task.state_dict()),
+            "config": json.dumps(self.run_config, sort_keys=True),
+            "task_state": json.dumps(self.vocab.state_dict()),
         }
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,6 +149,10 @@ class Parser:
             out.append(words)
         return out
 
+    def encode(self, sentences: Sequence[list[str]]) -> ParseSet:
+        """Sentences of words (``words``) as the network reads them, for ``.batch``."""
+        return encode([unparsed_example(words) for words in sentences], self.vocab)
+
     def parse(
         self,
         sentences: Sequence[str],
@@ -146,7 +163,43 @@ class Parser:
         """Parse raw sentences (or space-separated words with ``tokenized``), in batches of
         similar length; results come in input order."""
         words = self.words(sentences, tokenized, where)
-        examples = [ParseExample(w, ["_"] * len(w)) for w in words]
-        data = self.task.encode(examples, where)
-        parsed = self.task.parse(self.model, data, self.device, progress=progress)
+        data = self.encode(words)
+        parsed = parse_all(
+            self.model, data, self.vocab, self.device, self.max_tokens, progress=progress
+        )
         return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
+
+
+def _read_parser_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The run config, vocabulary state and float32 weights of a parser file."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file, safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            meta = f.metadata() or {}
+        weights = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise ValueError(f"{path}: not a safetensors parser file ({error})") from None
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a treeattn parser file (no '{FORMAT}' format tag)")
+    if meta.get("version") not in READS:
+        raise ValueError(
+            f"{path}: parser file version {meta.get('version')!r}; this treeattn reads "
+            f"versions {' and '.join(READS)}"
+        )
+    run_config = json.loads(meta["config"])
+    return run_config, json.loads(meta["task_state"]), {k: v.float() for k, v in weights.items()}
+
+
+def _read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The run config, vocabulary state and weights of a checkpoint of a parse run."""
+    state = load_checkpoint(path)
+    if not isinstance(state, dict) or not {"model", "config", "task_state"} <= set(state):
+        raise ValueError(f"{path}: not a checkpoint written by `treeattn train`")
+    run_config = json.loads(state["config"])
+    if not isinstance(run_config, dict):
+        raise ValueError(f"{path}: its config is not a mapping")
+    if run_config.get("task") != TASK:
+        raise ValueError(f"{path}: a {run_config.get('task')} model, not a parser")
+    return run_config, state["task_state"], state["model"]

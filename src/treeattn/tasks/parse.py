@@ -13,37 +13,34 @@ are decoded separately (the paper decodes them jointly).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
-from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.ptb import load_ptb_sample
 from treeattn.data.ud import load_ud
-from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
-from treeattn.engine.task import Selection, Task, evaluating
+from treeattn.engine.task import Selection, Task
 from treeattn.metrics.dependency import attachment_scores
 from treeattn.metrics.evalb import EvalbResult, evalb, format_evalb
-from treeattn.models.parser import LabelAttentionParser, ParserOutput, ParserSizes
-from treeattn.structs import CKY, Eisner, arcs_to_heads, best_heads
-from treeattn.structs.cky import tree_spans
+from treeattn.parsing import Parser
+from treeattn.parsing.config import ParserConfig
+from treeattn.parsing.decoding import Parsed, parse_all
+from treeattn.parsing.encoding import ParseBatch, ParseSet, encode
+from treeattn.parsing.examples import ParseExample, ptb_example, ud_example
+from treeattn.parsing.network import LabelAttentionParser
+from treeattn.parsing.vocab import IGNORE, ParserVocab
+from treeattn.structs import CKY
 from treeattn.tasks.sentences import lines_to_sentences
-from treeattn.trees import Tree
-from treeattn.trees.dependency import DependencyTree, format_conllu, read_conllu
-from treeattn.trees.head_rules import to_dependency
-from treeattn.trees.transforms import chain_spans, clean_ptb, tree_from_chain_spans
+from treeattn.trees.dependency import format_conllu, read_conllu
+from treeattn.trees.transforms import clean_ptb
 from treeattn.trees.treebank import iter_treebank
 
 PTB, UD, FILES = "ptb-sample", "ud-en-ewt", "files"
-EMPTY = "<empty>"  # the label of a span that is no constituent (score fixed at 0)
-START, STOP = "<s>", "</s>"
-IGNORE = -100
 
 
 @dataclass
@@ -59,139 +56,27 @@ class ParseData:
     min_count: int = 1  # words seen fewer times in training become <unk>
 
 
-@dataclass
-class ParseModel:
-    """The network's sizes (``ParserSizes``), the loss weights and the dependency decoder."""
-
-    d_word: int = 100
-    d_char: int = 64
-    d_content: int = 128
-    d_position: int = 128
-    max_length: int = 300
-    n_layers: int = 3
-    n_heads: int = 8
-    d_kv: int = 32
-    d_ff: int = 512
-    dropout: float = 0.2
-    word_dropout: float = 0.2
-    label_attention: bool = True
-    lal_heads: int = 0  # 0: one per constituent label of the training data
-    lal_d_kv: int = 32
-    lal_d_proj: int = 16
-    lal_query: str = "vector"  # or matrix (W^Q, Table 2)
-    lal_combine: str = "concat"  # or self (heads combined as self-attention, Table 2)
-    lal_residual_dropout: float = 0.0  # RD (Table 1)
-    lal_feed_forward: bool = True  # PFL (Table 1)
-    d_label_hidden: int = 128
-    d_tag_hidden: int = 128
-    d_arc: int = 256
-    d_rel: int = 32
-    dependency_weight: float = 0.5  # L = L_c + w L_d (the release's 0.5)
-    tag_weight: float = 1.0
-    decoder: str = "eisner"  # or mst (Chu-Liu-Edmonds)
-
-
-@dataclass
-class ParseExample:
-    """A sentence with its gold trees (``tree`` None for dependency-only data)."""
-
-    words: list[str]
-    tags: list[str]
-    tree: Tree | None = None
-    dependencies: DependencyTree | None = None
-
-
-@dataclass
-class ParseBatch:
-    words: torch.Tensor  # (B, T) with start and stop tokens
-    chars: torch.Tensor  # (B, T, C)
-    pad_mask: torch.Tensor  # (B, T)
-    lengths: torch.Tensor  # (B,) words
-    tags: torch.Tensor  # (B, n), IGNORE at padding
-    heads: torch.Tensor | None = None  # (B, n)
-    rels: torch.Tensor | None = None  # (B, n)
-    gold_chart: torch.Tensor | None = None  # (B, n, n, L), 0/1
-
-    def to(self, device: torch.device) -> ParseBatch:
-        def move(x: Any) -> Any:
-            return None if x is None else x.to(device)
-
-        return ParseBatch(*(move(getattr(self, f.name)) for f in fields(self)))
-
-
-class ParseSet:
-    """Sentences encoded once; batches build the gold charts of the sentences they hold."""
-
-    def __init__(self, examples: Sequence[ParseExample], task: ParseTask) -> None:
-        self.examples = list(examples)
-        self.lengths = [len(ex.words) + 2 for ex in examples]
-        self.task = task
-        self.words = [torch.tensor(task.words.encode([START, *ex.words, STOP])) for ex in examples]
-        self.chars = [task.encode_chars(ex.words) for ex in examples]
-        self.tags = [torch.tensor(task.tags.encode(ex.tags)) for ex in examples]
-        spans = [task.gold_spans(ex) for ex in examples]
-        self.spans = [None if item is None else torch.tensor(item).view(-1, 3) for item in spans]
-        self.heads = [
-            torch.tensor(ex.dependencies.heads) if ex.dependencies else None for ex in examples
-        ]
-        self.rels = [
-            torch.tensor(task.rels.encode(ex.dependencies.relations)) if ex.dependencies else None
-            for ex in examples
-        ]
-
-    def __len__(self) -> int:
-        return len(self.examples)
-
-    def batch(self, indices: Sequence[int]) -> ParseBatch:
-        words, pad_mask = pad_ids([self.words[i] for i in indices])
-        width = max(c.shape[1] for i in indices for c in [self.chars[i]])
-        chars = torch.zeros(*words.shape, width, dtype=torch.long)
-        for row, i in enumerate(indices):
-            chars[row, : self.chars[i].shape[0], : self.chars[i].shape[1]] = self.chars[i]
-        tags, _ = pad_ids([self.tags[i] for i in indices], IGNORE)
-        lengths = torch.tensor([self.lengths[i] - 2 for i in indices])
-        batch = ParseBatch(words, chars, pad_mask, lengths, tags)
-        if all(self.heads[i] is not None for i in indices):
-            batch.heads = pad_ids([self.heads[i] for i in indices], IGNORE)[0]
-            batch.rels = pad_ids([self.rels[i] for i in indices], IGNORE)[0]
-        if self.task.constituency and all(self.spans[i] is not None for i in indices):
-            batch.gold_chart = gold_chart(
-                [self.spans[i] for i in indices], lengths, len(self.task.labels.tokens) - 3
-            )
-        return batch
-
-
-def gold_chart(
-    span_lists: Sequence[Sequence[tuple[int, int, int]]], lengths: torch.Tensor, n_labels: int
-) -> torch.Tensor:
-    """(B, n, n, L) 0/1: each gold span (label id, start, end exclusive) in its cell, and
-    the empty label (id 0) in every other cell of a sentence."""
-    n = int(lengths.max())
-    chart = torch.zeros(len(span_lists), n, n, n_labels)
-    cells = torch.ones(n, n, dtype=torch.bool).triu()
-    inside = torch.arange(n)[None, :] < lengths[:, None]
-    chart[..., 0] = (cells & inside[:, :, None] & inside[:, None, :]).float()
-    spans = [torch.as_tensor(item, dtype=torch.long).view(-1, 3) for item in span_lists]
-    label, start, end = torch.cat(spans).unbind(1)
-    batch = torch.repeat_interleave(torch.tensor([len(item) for item in spans]))
-    chart[batch, start, end - 1, 0] = 0
-    chart[batch, start, end - 1, label] = 1
-    return chart
-
-
 class ParseTask(Task):
     """Parsing, chosen by dev EVALB F1 (or dev LAS for dependency-only data)."""
 
     name = "parse"
     Data = ParseData
-    Model = ParseModel
+    Model = ParserConfig
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         d = cfg.data
         conllu = d.name == FILES and str(d.paths.get("train", "")).endswith(".conllu")
         self.constituency = d.name != UD and not conllu
-        self.words = self.chars = self.tags = self.labels = self.rels = None
+        self.vocab: ParserVocab | None = None
+
+    @classmethod
+    def from_parser(cls, parser: Parser) -> ParseTask:
+        """The task of the run that trained ``parser`` (a parser file's or a checkpoint's),
+        its vocabularies fitted: to evaluate and predict with ``parser.model``."""
+        task = cls(cls.config_from_dict(parser.run_config, "the parser's config"))
+        task.vocab = parser.vocab
+        return task
 
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
@@ -204,24 +89,8 @@ class ParseTask(Task):
                     raise ValueError(f"{where}: data.paths.{split} is missing (a file)")
         elif d.paths:
             raise ValueError(f"{where}: data.paths is for data.name={FILES}, not {d.name}")
-        sizes = {
-            f"model.{f.name}": getattr(m, f.name)
-            for f in fields(m)
-            if f.type == "int" and f.name != "lal_heads"
-        }
-        check_positive({"data.min_count": d.min_count, **sizes}, where)
-        for key, value, allowed in (
-            ("model.lal_query", m.lal_query, ("vector", "matrix")),
-            ("model.lal_combine", m.lal_combine, ("concat", "self")),
-            ("model.decoder", m.decoder, ("eisner", "mst")),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{where}: {key}={value!r}; use {' or '.join(allowed)}")
-        for key in ("d_kv", "lal_d_kv", "lal_d_proj", "d_ff"):
-            if getattr(m, key) % 2:
-                raise ValueError(f"{where}: model.{key} must be even (content and position halves)")
-        if m.lal_heads < 0:
-            raise ValueError(f"{where}: model.lal_heads must be 0 (one per label) or more")
+        check_positive({"data.min_count": d.min_count}, where)
+        m.check(where)
 
     @property
     def headline(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -250,18 +119,18 @@ class ParseTask(Task):
             where = f"{d.name} {source}"
             if d.name == PTB:
                 examples = [
-                    _ptb_example(e.tree, e.source, e.line)
+                    ptb_example(e.tree, e.source, e.line)
                     for e in load_ptb_sample(source, root=d.root, clean=True)
                 ]
             else:
-                examples = [_ud_example(t) for t in load_ud(source, root=d.root)]
+                examples = [ud_example(t) for t in load_ud(source, root=d.root)]
         elif Path(source).is_file():
             where = source
             if not self.constituency:
-                examples = [_ud_example(t) for t in read_conllu(source)]
+                examples = [ud_example(t) for t in read_conllu(source)]
             else:
                 examples = [
-                    _ptb_example(clean_ptb(e.tree), e.source, e.line) for e in iter_treebank(source)
+                    ptb_example(clean_ptb(e.tree), e.source, e.line) for e in iter_treebank(source)
                 ]
         else:
             raise FileNotFoundError(
@@ -282,68 +151,21 @@ class ParseTask(Task):
                 )
 
     def fit(self, train_examples: Sequence[ParseExample]) -> None:
-        sentences = [[START, STOP, *ex.words] for ex in train_examples]
-        self.words = Vocab.build(sentences, self.cfg.data.min_count)
-        self.chars = Vocab.build([[START, STOP]] + [list(w) for s in sentences for w in s[2:]])
-        self.tags = Vocab.build(ex.tags for ex in train_examples)
-        trees = [ex.tree for ex in train_examples if ex.tree is not None]
-        labels = Vocab.build([label for label, _, _ in chain_spans(t)] for t in trees)
-        # The empty label comes first among the labels (id 0 of the chart).
-        self.labels = Vocab([*labels.tokens[:3], EMPTY, *labels.tokens[3:]])
-        self.rels = Vocab.build(
-            ex.dependencies.relations for ex in train_examples if ex.dependencies
-        )
+        self.vocab = ParserVocab.fit(train_examples, self.cfg.data.min_count)
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name).tokens
-            for name in ("words", "chars", "tags", "labels", "rels")
-        }
+        return self.vocab.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in ("words", "chars", "tags", "labels", "rels"):
-            setattr(self, name, Vocab(state[name]))
-
-    def encode_chars(self, words: Sequence[str]) -> torch.Tensor:
-        """(n + 2, C) character ids of the start token, the words and the stop token."""
-        rows = [[self.chars.index.get(START, 1)]]
-        rows += [self.chars.encode(list(word)) for word in words]
-        rows += [[self.chars.index.get(STOP, 1)]]
-        return pad_ids(rows)[0]
-
-    def gold_spans(self, example: ParseExample) -> list[tuple[int, int, int]] | None:
-        """(label id in the chart, start, end) of the gold tree's phrases; labels unseen in
-        training are left out (they can be scored by EVALB, never predicted)."""
-        if example.tree is None:
-            return None
-        index = self.labels.index
-        return [
-            (index[label] - 3, start, end)
-            for label, start, end in chain_spans(example.tree)
-            if label in index
-        ]
+        self.vocab = ParserVocab.from_state(state)
 
     def encode(self, examples: Sequence[ParseExample], where: str) -> ParseSet:
-        return ParseSet(examples, self)
+        return encode(examples, self.vocab)
 
     # -- model and loss -----------------------------------------------------------------
 
     def build_model(self) -> nn.Module:
-        m = self.cfg.model
-        same = {f.name: getattr(m, f.name) for f in fields(ParserSizes) if hasattr(m, f.name)}
-        # One label attention head per constituent label (the empty label aside), or per
-        # dependency relation for dependency-only data.
-        labels = len(self.labels) - 4 if self.constituency else len(self.rels) - 3
-        same["lal_heads"] = m.lal_heads or max(1, labels)
-        sizes = ParserSizes(
-            n_words=len(self.words),
-            n_chars=len(self.chars),
-            n_tags=len(self.tags),
-            n_labels=len(self.labels) - 3 if self.constituency else 1,
-            n_rels=len(self.rels),
-            **same,
-        )
-        return LabelAttentionParser(sizes)
+        return LabelAttentionParser(self.cfg.model, **self.vocab.sizes())
 
     def loss(self, model: nn.Module, batch: ParseBatch) -> torch.Tensor:
         """Per sentence, then averaged over the batch: the constituency hinge loss, plus
@@ -377,7 +199,6 @@ class ParseTask(Task):
 
     # -- evaluation and prediction ------------------------------------------------------
 
-    @torch.no_grad()
     def parse(
         self,
         model: nn.Module,
@@ -385,60 +206,13 @@ class ParseTask(Task):
         device: torch.device,
         gold_tags: bool = False,
         progress: bool = False,
-    ) -> list[tuple[Tree | None, DependencyTree]]:
+    ) -> list[Parsed]:
         """Each sentence's predicted constituency tree (None for dependency-only models)
         and dependency tree (its ``xpos``: the predicted tags), in the order of ``data``;
         whole batches are decoded at once. With ``gold_tags`` the constituency trees carry
         the examples' own tags (for EVALB, see ``evaluate``); ``progress`` shows a bar."""
-        found: dict[int, tuple[Tree | None, DependencyTree]] = {}
-        batches = bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False)
-        bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
-        with evaluating(model), bar:
-            for indices in batches:
-                batch = data.batch(indices).to(device)
-                out = model(batch.words, batch.chars, batch.pad_mask)
-                examples = [data.examples[i] for i in indices]
-                trees = self._decode(model, out, batch.lengths, examples, gold_tags)
-                found.update(zip(indices, trees, strict=True))
-                bar.update(len(indices))
-        return [found[i] for i in range(len(data))]
-
-    def _decode(
-        self,
-        model: nn.Module,
-        out: ParserOutput,
-        lengths: torch.Tensor,
-        examples: list[ParseExample],
-        gold_tags: bool = False,
-    ) -> list[tuple[Tree | None, DependencyTree]]:
-        counts = lengths.tolist()
-        tag_ids = out.tag_logits.argmax(-1).cpu()
-        tags = [self.tags.decode(row[:n].tolist()) for row, n in zip(tag_ids, counts, strict=True)]
-        constituents: list[Tree | None] = [None] * len(examples)
-        if self.constituency:
-            names = self.labels.tokens[3:]
-            chart = CKY(out.span_scores, lengths).argmax
-            for b, spans in enumerate(tree_spans(chart, lengths)):
-                named = [(names[label], start, end) for label, start, end in spans if label]
-                leaf_tags = examples[b].tags if gold_tags else tags[b]
-                constituents[b] = tree_from_chain_spans(examples[b].words, named, leaf_tags)
-        if self.cfg.model.decoder == "eisner":
-            heads = arcs_to_heads(Eisner(out.arc_scores, lengths).argmax, lengths)
-        else:
-            heads = best_heads(out.arc_scores, lengths)
-        heads = heads[:, 1:].clamp(min=0)  # (B, n): word k's head, 0 = root
-        rel_ids = model.rel_scores(out, heads).argmax(-1).cpu()
-        heads = heads.cpu()
-        dependencies = [
-            DependencyTree(
-                ex.words,
-                heads[b, :n].tolist(),
-                self.rels.decode(rel_ids[b, :n].tolist()),
-                xpos=tags[b],
-            )
-            for b, (ex, n) in enumerate(zip(examples, counts, strict=True))
-        ]
-        return list(zip(constituents, dependencies, strict=True))
+        max_tokens = self.cfg.train.eval_max_tokens
+        return parse_all(model, data, self.vocab, device, max_tokens, gold_tags, progress)
 
     def evaluate(self, model: nn.Module, data: ParseSet, device: torch.device) -> dict[str, Any]:
         """EVALB (COLLINS.prm) recall, precision and F1, tagging accuracy, and UAS/LAS with
@@ -558,13 +332,3 @@ def arc_logits(arc_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     outside = position[None, None, :] > lengths[:, None, None]
     itself = position[None, None, :] == position[None, 1:, None]
     return logits.masked_fill(outside | itself, float("-inf"))
-
-
-def _ptb_example(tree: Tree, source: str, line: int) -> ParseExample:
-    """A cleaned PTB tree as a parser example; its dependencies from head rules."""
-    dependencies = to_dependency(tree, source=f"{source}:{line}")
-    return ParseExample(tree.leaves(), tree.tags(), tree, dependencies)
-
-
-def _ud_example(tree: DependencyTree) -> ParseExample:
-    return ParseExample(list(tree.words), list(tree.upos), None, tree)

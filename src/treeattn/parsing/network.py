@@ -23,51 +23,24 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from treeattn.attention.label import LabelAttention
-from treeattn.models.partitioned import PartitionedAttention, PartitionedEncoderLayer
+from treeattn.parsing.config import ParserConfig
+from treeattn.parsing.partitioned import PartitionedAttention, PartitionedEncoderLayer
 
-
-@dataclass
-class ParserSizes:
-    """Every size of the network; ``ParseModel`` (the config section) fills it."""
-
-    n_words: int
-    n_chars: int
-    n_tags: int
-    n_labels: int  # span labels, the empty label (index 0) included; 1: no constituency
-    n_rels: int
-    d_word: int = 100
-    d_char: int = 64
-    d_content: int = 128
-    d_position: int = 128
-    max_length: int = 300
-    n_layers: int = 3
-    n_heads: int = 8
-    d_kv: int = 32
-    d_ff: int = 512
-    dropout: float = 0.2
-    word_dropout: float = 0.3
-    label_attention: bool = True  # False: a plain partitioned self-attention layer instead
-    lal_heads: int = 0  # 0: one per non-empty span label (else per dependency relation)
-    lal_d_kv: int = 32
-    lal_d_proj: int = 16
-    lal_query: str = "vector"
-    lal_combine: str = "concat"
-    lal_residual_dropout: float = 0.0
-    lal_feed_forward: bool = True
-    d_label_hidden: int = 128
-    d_tag_hidden: int = 128
-    d_arc: int = 256
-    d_rel: int = 32
+# The tag and relation classifiers have three outputs before those of the first name: the
+# padding, unknown and mask entries of the vocabularies parsers were first trained with.
+# They are never gold, so training pushes them down, and they are never predicted; they
+# stay so that every trained parser loads and a seeded run trains as it always did.
+UNNAMED_OUTPUTS = 3
 
 
 @dataclass
 class ParserOutput:
     span_scores: torch.Tensor | None  # (B, n, n, L): words i..j inclusive, label 0 empty
-    tag_logits: torch.Tensor  # (B, n, n_tags)
+    tag_logits: torch.Tensor  # (B, n, UNNAMED_OUTPUTS + n_tags)
     arc_scores: torch.Tensor  # (B, n+1, n+1): [b, head, dependent], 0 = root
     rel_heads: torch.Tensor  # (B, n+1, d_rel): each position as a head
     rel_dependents: torch.Tensor  # (B, n+1, d_rel): each position as a dependent
-    rel_scores: torch.Tensor | None = None  # (B, n, n_rels) for the heads given to forward
+    rel_scores: torch.Tensor | None = None  # (B, n, UNNAMED_OUTPUTS + n_rels), given heads
 
 
 class CharLSTM(nn.Module):
@@ -120,13 +93,23 @@ class Biaffine(nn.Module):
 class LabelAttentionParser(nn.Module):
     """(words, chars, pad_mask) over T = n + 2 tokens -> ``ParserOutput``."""
 
-    def __init__(self, sizes: ParserSizes) -> None:
+    def __init__(
+        self,
+        sizes: ParserConfig,
+        n_words: int,
+        n_chars: int,
+        n_tags: int,
+        n_labels: int,
+        n_rels: int,
+    ) -> None:
+        """``n_labels`` counts the chart's labels, the empty one included (1: no
+        constituency); ``n_tags`` and ``n_rels`` the names of tags and relations."""
         super().__init__()
         s = self.sizes = sizes
         parts = (s.d_content, s.d_position)
         d_model = sum(parts)
-        self.word_embed = nn.Embedding(s.n_words, s.d_word, padding_idx=0)
-        self.chars = CharLSTM(s.n_chars, s.d_char)
+        self.word_embed = nn.Embedding(n_words, s.d_word, padding_idx=0)
+        self.chars = CharLSTM(n_chars, s.d_char)
         self.content = nn.Linear(s.d_word + s.d_char, s.d_content)
         self.position = nn.Embedding(s.max_length + 2, s.d_position)
         self.embed_norm = nn.LayerNorm(d_model)
@@ -136,7 +119,8 @@ class LabelAttentionParser(nn.Module):
             for _ in range(s.n_layers)
         )
         if s.label_attention:
-            heads = s.lal_heads or (s.n_labels - 1 if s.n_labels > 1 else s.n_rels)
+            # One head per constituent label, or per relation for a dependency-only parser.
+            heads = s.lal_heads or max(1, n_labels - 1 if n_labels > 1 else n_rels)
             self.top = LabelAttention(
                 d_model,
                 heads,
@@ -162,21 +146,21 @@ class LabelAttentionParser(nn.Module):
                 nn.Linear(d_out, s.d_ff), nn.ReLU(), nn.Dropout(s.dropout), nn.Linear(s.d_ff, d_out)
             )
             self.ff_norm = nn.LayerNorm(d_out)
-        self.constituency = s.n_labels > 1
+        self.constituency = n_labels > 1
         if self.constituency:
             self.label_hidden = nn.Linear(d_out, s.d_label_hidden)
             self.label_norm = nn.LayerNorm(s.d_label_hidden)
-            self.label_out = nn.Linear(s.d_label_hidden, s.n_labels - 1)
+            self.label_out = nn.Linear(s.d_label_hidden, n_labels - 1)
         self.tagger = nn.Sequential(
             nn.Linear(d_out, s.d_tag_hidden),
             nn.LayerNorm(s.d_tag_hidden),
             nn.ReLU(),
-            nn.Linear(s.d_tag_hidden, s.n_tags),
+            nn.Linear(s.d_tag_hidden, UNNAMED_OUTPUTS + n_tags),
         )
         self.arc_head, self.arc_dependent = nn.Linear(d_out, s.d_arc), nn.Linear(d_out, s.d_arc)
         self.arc = Biaffine(s.d_arc)
         self.rel_head, self.rel_dependent = nn.Linear(d_out, s.d_rel), nn.Linear(d_out, s.d_rel)
-        self.rel = Biaffine(s.d_rel, s.n_rels)
+        self.rel = Biaffine(s.d_rel, UNNAMED_OUTPUTS + n_rels)
 
     def encode(
         self, words: torch.Tensor, chars: torch.Tensor, pad_mask: torch.Tensor
@@ -263,8 +247,20 @@ class LabelAttentionParser(nn.Module):
         return chart.index_put((b, i, j), F.pad(labels, (1, 0)))
 
     def rel_scores(self, out: ParserOutput, heads: torch.Tensor) -> torch.Tensor:
-        """(B, n, n_rels) label scores of each word's arc from ``heads`` (B, n)."""
+        """(B, n, UNNAMED_OUTPUTS + n_rels) label scores of each word's arc from ``heads``
+        (B, n)."""
         chosen = out.rel_heads.gather(
             1, heads.clamp(min=0)[..., None].expand(-1, -1, out.rel_heads.shape[-1])
         )  # (B, n, d): each word's head
         return self.rel.paired(chosen, out.rel_dependents[:, 1:])
+
+
+def output_ids(ids: torch.Tensor) -> torch.Tensor:
+    """Tag or relation ids of their label set as the classifier's outputs (``IGNORE``,
+    or any other negative id, kept)."""
+    return torch.where(ids >= 0, ids + UNNAMED_OUTPUTS, ids)
+
+
+def best_named(logits: torch.Tensor) -> torch.Tensor:
+    """(...,) the label-set id of the best named output of tag or relation logits."""
+    return logits[..., UNNAMED_OUTPUTS:].argmax(-1)
