@@ -53,16 +53,16 @@ def test_train_then_evaluate_a_split_and_a_file(tmp_path, capsys):
     assert main(["report", str(run), str(older)]) == 0
     config["train"]["lr"] *= 2
     (older / "config.json").write_text(json.dumps(config))
-    assert main(["report", str(run), str(older)]) == 1
+    assert main(["report", str(run), str(older)]) == 2
     assert "differ in more than seed and out_dir" in capsys.readouterr().err
 
 
 def test_errors_are_reported_without_a_traceback(tmp_path, capsys):
-    assert main(["evaluate", str(tmp_path / "missing.pt"), "test"]) == 1
+    assert main(["evaluate", str(tmp_path / "missing.pt"), "test"]) == 2
     assert "no checkpoint at" in capsys.readouterr().err
     config = tmp_path / "bad.yaml"
     config.write_text("train:\n  epochs: many\n")
-    assert main(["train", str(config)]) == 1
+    assert main(["train", str(config)]) == 2
     assert "train.epochs: expected int" in capsys.readouterr().err
 
 
@@ -102,16 +102,16 @@ def test_evalb_and_show_read_tree_files(tmp_path, capsys):
     assert main(["show", str(gold)]) == 0
     assert "(NP (DT The) (NN cat))" in capsys.readouterr().out
     pred.write_text("(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)\n")
-    assert main(["evalb", str(gold), str(pred)]) == 1
+    assert main(["evalb", str(gold), str(pred)]) == 2
     assert "pred.txt:1:1: unbalanced" in capsys.readouterr().err
 
 
 def test_bad_arguments_get_clear_messages(tmp_path, capsys):
     config = tmp_path / "broken.yaml"
     config.write_text("train: [unclosed\n")
-    assert main(["train", str(config)]) == 1
+    assert main(["train", str(config)]) == 2
     assert "broken.yaml: not valid YAML" in capsys.readouterr().err
-    assert main(["show", str(tmp_path)]) == 1
+    assert main(["show", str(tmp_path)]) == 2
     assert "treeattn: error:" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["show", str(config), "--limit", "0"])
@@ -124,21 +124,21 @@ def test_more_bad_input_is_named_not_traced(tmp_path, capsys):
     capsys.readouterr()
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
-    assert main(["evaluate", str(run / "best.pt"), str(empty)]) == 1
+    assert main(["evaluate", str(run / "best.pt"), str(empty)]) == 2
     assert f"{empty}: no examples" in capsys.readouterr().err
     tensor_file = tmp_path / "tensor.pt"
 
     torch.save(torch.zeros(3), tensor_file)
-    assert main(["evaluate", str(tensor_file), "test"]) == 1
+    assert main(["evaluate", str(tensor_file), "test"]) == 2
     assert "not a checkpoint written by `treeattn train`" in capsys.readouterr().err
     bad_option = ["--set", "model.attention_options={foo: 1}", "--set", f"out_dir={tmp_path}/b"]
-    assert main(["train", *sets, *bad_option]) == 1
+    assert main(["train", *sets, *bad_option]) == 2
     assert "model.attention_options.foo is not an option of vanilla" in capsys.readouterr().err
-    assert main(["train", *sets, "--set", "train.device=gpu"]) == 1
+    assert main(["train", *sets, "--set", "train.device=gpu"]) == 2
     assert "use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
     trees = tmp_path / "trees.txt"
     trees.write_text("(S (NP a) (VP b))\n")
-    assert main(["show", str(trees), "--first", "2"]) == 1
+    assert main(["show", str(trees), "--first", "2"]) == 2
     assert "holds 1 trees; --first 2 is past them" in capsys.readouterr().err
 
 
@@ -162,7 +162,7 @@ def test_every_line_reader_allows_blank_lines_at_the_end_only(tmp_path, capsys):
     between = tmp_path / "between.txt"
     between.write_text(f"{tree}\n\n{tree}\n")
     capsys.readouterr()
-    assert main(["show", str(between)]) == 1
+    assert main(["show", str(between)]) == 2
     assert f"{between}:2:1: empty line" in capsys.readouterr().err
     from treeattn.data.listops import read_listops
 
@@ -175,5 +175,5 @@ def test_an_empty_input_file_is_an_error_naming_it(tmp_path, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     for args in (["evalb", str(empty), str(empty)], ["show", str(empty)]):
-        assert main(args) == 1
+        assert main(args) == 2
         assert f"{empty}: no tree in the file" in capsys.readouterr().err

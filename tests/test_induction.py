@@ -86,14 +86,14 @@ def test_induce_writes_one_tree_per_line(tree_transformer, tmp_path, capsys):
     assert main(["induce", str(run / "best.pt"), str(raw), "--tokenized"]) == 0
     assert Tree.parse(capsys.readouterr().out).leaves() == ["The", "mat,", '"they"', "said", "5."]
     raw.write_text("a b\n...\n", encoding="utf-8")
-    assert main(["induce", str(run / "best.pt"), str(raw)]) == 1
+    assert main(["induce", str(run / "best.pt"), str(raw)]) == 2
     assert f"{raw}: sentence 2 is all punctuation" in capsys.readouterr().err
     text.write_text("one line\n\nanother\n", encoding="utf-8")
-    assert main(["induce", str(run / "best.pt"), str(text)]) == 1
+    assert main(["induce", str(run / "best.pt"), str(text)]) == 2
     assert f"{text}:2:1: empty" in capsys.readouterr().err
     latin = tmp_path / "latin1.txt"
     latin.write_bytes("caf\xe9 au lait\n".encode("latin-1"))
-    assert main(["induce", str(run / "best.pt"), str(latin)]) == 1
+    assert main(["induce", str(run / "best.pt"), str(latin)]) == 2
     assert f"{latin}:1:4: not valid UTF-8" in capsys.readouterr().err
 
 
@@ -128,7 +128,7 @@ def test_induce_curve_prints_a_row_per_kept_checkpoint(tree_transformer, capsys)
     assert float(last[1]) == pytest.approx(perplexity, abs=0.05)
     for cell in (last[2], last[4], last[5], last[7], last[8], last[10]):
         assert 0 <= float(cell.strip("/")) <= 100
-    assert main(["induce-curve", str(run.parent)]) == 1
+    assert main(["induce-curve", str(run.parent)]) == 2
     assert "no step-K.pt checkpoints; train with train.keep_every" in capsys.readouterr().err
 
 
@@ -147,11 +147,11 @@ def test_constituent_prior_command_draws_a_png(tree_transformer, tmp_path, capsy
     argv = ["constituent-prior", str(run / "best.pt"), "the cat sat", "-o", str(png)]
     assert main([*argv, "--layers", "0", "2"]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert main([*argv, "--layers", "5"]) == 1
+    assert main([*argv, "--layers", "5"]) == 2
     assert "layer 5 is not in 0..2" in capsys.readouterr().err
 
 
 def test_induce_refuses_other_models_and_both_inputs(tree_transformer, tmp_path, capsys):
     run, _ = tree_transformer
-    assert main(["induce", str(run / "best.pt")]) == 1
+    assert main(["induce", str(run / "best.pt")]) == 2
     assert "either TEXTFILE or --ptb" in capsys.readouterr().err

@@ -4,8 +4,8 @@ analogue of Nguyen et al.'s Table 4)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -37,8 +37,31 @@ def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> Trained:
     return saved
 
 
+@dataclass(frozen=True)
+class AttentionShares:
+    """Mean percentage of attention from node and leaf queries to node and leaf keys."""
+
+    data: str
+    sentences: int
+    node_to_node: float
+    node_to_leaf: float
+    leaf_to_node: float
+    leaf_to_leaf: float
+
+    def format(self) -> str:
+        lines = [
+            f"attention share (%) over {self.data}, {self.sentences} sentences",
+            f"{'query':<6} {'to nodes':>9} {'to leaves':>10}",
+            f"{'node':<6} {self.node_to_node:>9.1f} {self.node_to_leaf:>10.1f}",
+            f"{'leaf':<6} {self.leaf_to_node:>9.1f} {self.leaf_to_leaf:>10.1f}",
+        ]
+        return "\n".join(lines)
+
+
 @torch.no_grad()
-def attention_shares(saved: Trained, examples: list[LabeledSentence], where: str) -> dict[str, Any]:
+def attention_shares(
+    saved: Trained, examples: list[LabeledSentence], where: str
+) -> AttentionShares:
     """Mean percentage of attention from leaf and node queries to node and leaf keys, over
     every layer, head and real query of ``examples`` (from ``saved.read``)."""
     encoded = saved.encode(examples, where)
@@ -60,7 +83,7 @@ def attention_shares(saved: Trained, examples: list[LabeledSentence], where: str
         for kind in counts:
             counts[kind] += batch_counts[kind]
     shares = {key: totals[key] / max(1, counts[key.split("_")[0]]) for key in SHARE_KEYS}
-    return {"data": where, "sentences": len(examples), **shares}
+    return AttentionShares(where, len(examples), **shares)
 
 
 @torch.no_grad()
@@ -102,8 +125,38 @@ def draw_sentence(
     return {"tree": tree, "attention": attention}
 
 
+@dataclass(frozen=True)
+class LayerShares:
+    """One decoder layer's mean cross-attention on phrase nodes and on leaves, and the share
+    of nodes among the keys (percentages)."""
+
+    layer: int
+    nodes: float
+    leaves: float
+    keys: float
+
+
+@dataclass(frozen=True)
+class CrossAttentionShares:
+    data: str
+    sentences: int
+    words: int
+    layers: list[LayerShares]
+
+    def format(self) -> str:
+        lines = [
+            f"{self.data}: {self.sentences} sentences, {self.words} target words",
+            f"{'layer':<6} {'nodes %':>8} {'leaves %':>9} {'nodes among keys %':>19}",
+        ]
+        lines += [
+            f"{row.layer:<6} {row.nodes:>8.1f} {row.leaves:>9.1f} {row.keys:>19.1f}"
+            for row in self.layers
+        ]
+        return "\n".join(lines)
+
+
 @torch.no_grad()
-def cross_attention_shares(checkpoint: str | Path, source: str) -> dict[str, Any]:
+def cross_attention_shares(checkpoint: str | Path, source: str) -> CrossAttentionShares:
     """For a translation model with the hierarchical encoder: per decoder layer, the mean
     percentage of cross-attention on phrase nodes and on leaves, over heads and every
     reference word of ``source`` (a split or file prefix) read with teacher forcing, and
@@ -136,12 +189,12 @@ def cross_attention_shares(checkpoint: str | Path, source: str) -> dict[str, Any
         on_keys += float(((nodes / keys)[:, None] * real).sum())
         words += int(real.sum())
     rows = [
-        {
-            "layer": layer + 1,
-            "nodes": 100 * on_nodes[layer] / words,
-            "leaves": 100 - 100 * on_nodes[layer] / words,
-            "keys": 100 * on_keys / words,
-        }
+        LayerShares(
+            layer + 1,
+            nodes=100 * on_nodes[layer] / words,
+            leaves=100 - 100 * on_nodes[layer] / words,
+            keys=100 * on_keys / words,
+        )
         for layer in range(layers)
     ]
-    return {"data": where, "sentences": len(data), "words": words, "layers": rows}
+    return CrossAttentionShares(where, len(data), words, rows)

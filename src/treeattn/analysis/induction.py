@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +32,17 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from treeattn.analysis.variants import DEFAULT_MIN_LAYER, THRESHOLD, VARIANTS
 from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.ptb import load_ptb_sample
-from treeattn.data.text import START, TaggedSentence, TextOptions, normalize_word
+from treeattn.data.text import (
+    START,
+    TaggedSentence,
+    TextOptions,
+    normalize_word,
+    plain_sentence,
+)
 from treeattn.data.vocab import Vocab
 from treeattn.metrics.unsupervised import (
     UnsupervisedF1,
@@ -49,16 +56,15 @@ from treeattn.metrics.unsupervised import (
     unlabeled_f1,
     word_mask,
 )
-from treeattn.tasks.sentences import text_options
+from treeattn.tasks.sentences import lines_to_sentences, text_options
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees import Tree
+from treeattn.trees.tokenize import tokenize
 from treeattn.trees.transforms import binarize
 from treeattn.trees.tree import Span
+from treeattn.viz.attention import plot_priors
 
-THRESHOLD = 0.8
 RELEASE_DESCENT = 0.7  # parse.py: a half this strongly linked starts a layer lower
-VARIANTS = ("paper", "release", "binary")
-DEFAULT_MIN_LAYER = {"binary": 0, "paper": 0, "release": 2}
 BASELINES = ("random", "left-branching", "right-branching")
 
 
@@ -97,6 +103,21 @@ def model_text_options(saved: Trained) -> TextOptions:
     return text_options(saved.cfg.data)
 
 
+def chosen_text_options(
+    saved: Trained,
+    drop_punctuation: bool | None = None,
+    lowercase: bool | None = None,
+    normalize_numbers: bool | None = None,
+) -> TextOptions:
+    """The text options the model was trained with, but for those given (not None)."""
+    chosen = {
+        "drop_punctuation": drop_punctuation,
+        "lowercase": lowercase,
+        "normalize_numbers": normalize_numbers,
+    }
+    return replace(model_text_options(saved), **{k: v for k, v in chosen.items() if v is not None})
+
+
 def uses_start_token(saved: Trained) -> bool:
     return bool(getattr(saved.cfg.data, "start_token", False))
 
@@ -121,6 +142,23 @@ def sentence_priors(saved: Trained, words: Sequence[str]) -> list[np.ndarray]:
     if uses_start_token(saved):  # the prior among the words only
         links = links[:, 1:]
     return [constituent_prior(layer[None])[0].cpu().numpy() for layer in links]
+
+
+def draw_priors(
+    saved: Trained, sentence: str, out: str | Path, layers: Sequence[int] | None = None
+) -> Path:
+    """Heat maps of the constituent prior of ``layers`` (from 0; default: all) for one
+    sentence, words separated by spaces, side by side in one image file."""
+    words = sentence.split()
+    if not words:
+        raise ValueError("the sentence is empty")
+    priors = sentence_priors(saved, words)
+    layers = list(range(len(priors))) if layers is None else list(layers)
+    for layer in layers:
+        if not 0 <= layer < len(priors):
+            raise ValueError(f"layer {layer} is not in 0..{len(priors) - 1}")
+    titles = [f"layer {layer}" for layer in layers]
+    return plot_priors([priors[layer] for layer in layers], words, titles, out)
 
 
 def induce_spans(
@@ -389,6 +427,157 @@ def ptb_text(saved: Trained, split: str, options: TextOptions | None = None) -> 
     return PTBText(gold, drop_punctuation(ptb_sentences(gold), options.drop_punctuation, where))
 
 
+def bracketed(trees: Sequence[Tree]) -> str:
+    """One bracketed tree a line."""
+    return "".join(tree.to_brackets() + "\n" for tree in trees)
+
+
+def text_sentences(
+    lines: Sequence[str], where: str, tokenized: bool = False
+) -> list[TaggedSentence]:
+    """The words of each line, tokenized as the Penn Treebank is (``tokenized``: split on
+    spaces, as given), punctuation marked by the character rule."""
+    if not tokenized:
+        lines = [" ".join(tokenize(line)) for line in lines]
+    return [plain_sentence(words) for words in lines_to_sentences(lines, where)]
+
+
+@dataclass(frozen=True)
+class InducedText:
+    """One variant's trees for the sentences of a text, over the words kept."""
+
+    options: TextOptions
+    prepared: PreparedText
+    variant: str
+    trees: list[Tree]
+
+    def format(self) -> str:
+        """How the words were shown to the model, and what was removed."""
+        lines = [f"text: {self.options.describe()}"]
+        if self.options.drop_punctuation:
+            lines.append(describe_removal(self.prepared, "character rule"))
+        return "\n".join(lines)
+
+    def brackets(self) -> str:
+        return bracketed(self.trees)
+
+
+def induce_text(
+    saved: Trained,
+    lines: Sequence[str],
+    where: str,
+    options: TextOptions,
+    tokenized: bool = False,
+    variant: str = "paper",
+    threshold: float = THRESHOLD,
+    min_layer: int | None = None,
+) -> InducedText:
+    """The trees ``variant`` reads for each line of a text (``text_sentences``), shown to
+    the model as ``options`` say (``chosen_text_options``)."""
+    sentences = text_sentences(lines, where, tokenized)
+    prepared = drop_punctuation(sentences, options.drop_punctuation, where)
+    links = induce_links(saved, prepared.sentences, where, options)
+    trees = trees_from_links(prepared.sentences, links, variant, threshold, min_layer)
+    return InducedText(options, prepared, variant, trees)
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """``score_induction`` of each variant's trees on one set of sentences."""
+
+    title: str
+    by_variant: dict[str, dict]
+
+
+@dataclass(frozen=True)
+class InductionScores:
+    """Unlabeled F1 of each variant's trees and of the baselines, with recall by phrase
+    type, on every sentence and on the short ones."""
+
+    where: str
+    tables: list[ScoreTable]
+
+    def format(self) -> str:
+        lines = []
+        for table in self.tables:
+            first = next(iter(table.by_variant.values()))
+            lines.append(f"{self.where}, {table.title} ({first['sentences']} scored): unlabeled F1")
+            lines.append(f"{'trees':<16} {'sentence F1':>11} {'corpus F1':>10}")
+            rows = [(f"model, {v}", score["f1"]["model"]) for v, score in table.by_variant.items()]
+            rows += [(m, f1) for m, f1 in first["f1"].items() if m != "model"]
+            lines += [
+                f"{name:<16} {f1.sentence_f1:>11.1f} {f1.corpus_f1:>10.1f}" for name, f1 in rows
+            ]
+            for v, score in table.by_variant.items():
+                recall = "  ".join(
+                    f"{label} {value:.1f}"
+                    for label, value in score["recall"].items()
+                    if value is not None
+                )
+                lines.append(f"recall by phrase type, {v}: {recall}")
+            lines.append("")
+        return "\n".join(lines)
+
+
+def score_variants(
+    gold: Sequence[Tree], by_variant: dict[str, list[Tree]], where: str, max_words: int
+) -> InductionScores:
+    """Each variant's trees scored against ``gold`` on every sentence and on those of at
+    most ``max_words`` words."""
+    limits = ((f"all {len(gold)} sentences", None), (f"<= {max_words} words", max_words))
+    tables = [
+        ScoreTable(
+            title, {v: score_induction(gold, trees, limit) for v, trees in by_variant.items()}
+        )
+        for title, limit in limits
+    ]
+    return InductionScores(where, tables)
+
+
+@dataclass(frozen=True)
+class InducedPTB:
+    """Every variant's trees for the PTB sample's sentences, scored; ``trees`` are those of
+    ``variant``."""
+
+    options: TextOptions
+    text: PTBText
+    scores: InductionScores
+    variant: str
+    trees: list[Tree]
+
+    def format(self) -> str:
+        """How the words were shown to the model, what was removed, and the scores."""
+        lines = [f"text: {self.options.describe()}"]
+        if self.options.drop_punctuation:
+            lines.append(describe_removal(self.text.prepared, "by PTB tag"))
+            lines.append("gold trees are scored over the same words")
+        return "\n".join([*lines, "", self.scores.format()])
+
+    def brackets(self) -> str:
+        return bracketed(self.trees)
+
+
+def induce_ptb(
+    saved: Trained,
+    split: str,
+    options: TextOptions,
+    variant: str = "paper",
+    threshold: float = THRESHOLD,
+    min_layer: int | None = None,
+    max_words: int = 10,
+) -> InducedPTB:
+    """Trees for the PTB sample's ``split`` (``ptb_text``) by every variant, scored against
+    its gold trees over the same words."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown induction variant {variant!r}; known: {', '.join(VARIANTS)}")
+    text = ptb_text(saved, split, options)
+    where, sentences = f"PTB sample {split}", text.prepared.sentences
+    links = induce_links(saved, sentences, where, options)
+    by_variant = {v: trees_from_links(sentences, links, v, threshold, min_layer) for v in VARIANTS}
+    scores = score_variants(text.gold, by_variant, where, max_words)
+    return InducedPTB(options, text, scores, variant, by_variant[variant])
+
+
 @dataclass(frozen=True)
 class CurvePoint:
     """One kept checkpoint: its update, dev perplexity and F1 of each variant's trees."""
@@ -396,6 +585,28 @@ class CurvePoint:
     step: int
     perplexity: float
     f1: dict[str, UnsupervisedF1]
+
+
+@dataclass(frozen=True)
+class InductionCurve:
+    """A run's kept checkpoints, one ``CurvePoint`` each, scored on PTB sample ``split``."""
+
+    run: str
+    split: str
+    points: list[CurvePoint]
+
+    def format(self) -> str:
+        lines = [
+            f"{self.run}: dev perplexity; unlabeled F1 (sentence / corpus) on PTB {self.split}"
+        ]
+        header = "".join(f" {v:>13}" for v in VARIANTS)
+        lines.append(f"{'step':>7} {'perplexity':>10}{header}")
+        for point in self.points:
+            cells = "".join(
+                f" {point.f1[v].sentence_f1:>6.1f} /{point.f1[v].corpus_f1:>5.1f}" for v in VARIANTS
+            )
+            lines.append(f"{point.step:>7} {point.perplexity:>10.1f}{cells}")
+        return "\n".join(lines)
 
 
 def kept_checkpoints(run: str | Path) -> list[tuple[int, Path]]:
@@ -418,7 +629,7 @@ def induction_curve(
     threshold: float = THRESHOLD,
     min_layer: int | None = None,
     progress: bool = False,
-) -> list[CurvePoint]:
+) -> InductionCurve:
     """Dev perplexity and unsupervised F1 on the PTB sample ``split`` for every kept
     checkpoint of a Tree Transformer run, each variant at its default minimum layer (or
     ``min_layer``)."""
@@ -439,4 +650,4 @@ def induction_curve(
             for variant in VARIANTS
         }
         points.append(CurvePoint(step, perplexity, f1))
-    return points
+    return InductionCurve(str(run), split, points)

@@ -12,12 +12,14 @@ through a softmax, so each span's contributions are positive and sum to 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from treeattn.parsing import Parser
 from treeattn.structs import CKY
 from treeattn.structs.cky import tree_spans
+from treeattn.viz.attention import plot_attention
 
 
 @dataclass
@@ -71,3 +73,39 @@ def label_head_contributions(
         share = head_contributions(posts[end] - posts[start], model.top.n_heads)
         found.append(SpanContributions(names[label], words[start:end], share.tolist()))
     return found
+
+
+@dataclass(frozen=True)
+class LabelHeads:
+    """Every predicted constituent of one sentence with its heads' contributions."""
+
+    sentence: str
+    spans: list[SpanContributions]
+
+    def format(self, top: int = 3) -> str:
+        """A line per constituent naming its ``top`` strongest heads (from 1)."""
+        lines = [f"{'constituent':<40} strongest heads (contribution)"]
+        for span in self.spans:
+            ranked = sorted(enumerate(span.contributions, 1), key=lambda x: -x[1])[:top]
+            heads = "  ".join(f"{head}: {share:.3f}" for head, share in ranked)
+            lines.append(f"{(span.label + ' ' + ' '.join(span.words))[:40]:<40} {heads}")
+        return "\n".join(lines)
+
+    def plot(self, out: str | Path) -> Path:
+        """A heat map, constituents x heads, as a PNG or SVG file."""
+        rows = [f"{span.label}: {' '.join(span.words)}"[:40] for span in self.spans]
+        heads = [str(h) for h in range(1, len(self.spans[0].contributions) + 1)]
+        matrix = [span.contributions for span in self.spans]
+        title = f"label attention heads: {self.sentence}"
+        title = title if len(title) <= 90 else title[:89] + "…"
+        return plot_attention(
+            matrix, rows, heads, out, title, axes=("label attention head", "constituent")
+        )
+
+
+def label_heads(parser: Parser, sentence: str, tokenized: bool = False) -> LabelHeads:
+    """``label_head_contributions``; a sentence with no predicted constituent is an error."""
+    spans = label_head_contributions(parser, sentence, tokenized)
+    if not spans:
+        raise ValueError("the parser predicts no constituent for this sentence")
+    return LabelHeads(sentence, spans)

@@ -10,6 +10,8 @@ many are non-projective.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,7 +21,7 @@ from treeattn.data.batching import bucket_batches
 from treeattn.structs import Eisner, arcs_to_heads, best_heads
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
-from treeattn.trees.dependency import DependencyTree
+from treeattn.trees.dependency import DependencyTree, read_conllu, write_conllu
 
 
 def load_structured(checkpoint: str, device: str = "auto") -> Trained:
@@ -107,3 +109,49 @@ def latent_trees(
         for hook in hooks:
             hook.remove()
     return trees
+
+
+@dataclass(frozen=True)
+class TreeTable:
+    """``tree_statistics`` of groups of trees, one named row each."""
+
+    data: str
+    sentences: int
+    rows: list[tuple[str, dict[str, float]]]
+
+    def format(self) -> str:
+        lines = [
+            f"latent trees of {self.data}, {self.sentences} sentences",
+            f"{'trees':<24} {'count':>6} {'length':>7} {'depth':>6} {'non-proj %':>11}",
+        ]
+        lines += [
+            f"{name:<24} {row['trees']:>6} {row['mean_length']:>7.1f} "
+            f"{row['mean_depth']:>6.2f} {row['non_projective']:>11.1f}"
+            for name, row in self.rows
+        ]
+        return "\n".join(lines)
+
+
+def latent_tree_table(
+    trees: list[list[list[list[int]]]], where: str, compare: str | Path | None = None
+) -> TreeTable:
+    """A row for each layer and head of ``latent_trees``, and one for the trees of the
+    CoNLL-U file ``compare`` (e.g. a treebank's gold trees) when given."""
+    rows = [
+        (f"layer {layer} head {head}", tree_statistics(heads))
+        for layer, per_head in enumerate(trees, start=1)
+        for head, heads in enumerate(per_head, start=1)
+    ]
+    if compare is not None:
+        gold = read_conllu(compare)  # the one CoNLL-U rule: one root a sentence
+        rows.append((Path(compare).name, tree_statistics([t.heads for t in gold])))
+    return TreeTable(where, len(trees[0][0]), rows)
+
+
+def write_latent_trees(
+    path: str | Path, examples: list[LabeledSentence], heads: list[list[int]]
+) -> None:
+    """One layer and head's latent trees (``latent_trees(...)[layer][head]``) as CoNLL-U."""
+    write_conllu(
+        path, [DependencyTree(ex.tokens, h) for ex, h in zip(examples, heads, strict=True)]
+    )

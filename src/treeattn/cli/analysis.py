@@ -1,0 +1,239 @@
+"""Commands that look inside trained models: attention, latent-trees, induce,
+induce-curve, constituent-prior. The analyses compute and format; these commands print."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from treeattn.analysis.variants import THRESHOLD, VARIANTS
+from treeattn.cli.arguments import positive
+from treeattn.cli.io import read_lines, write_output
+from treeattn.cli.status import OK
+
+
+def add_attention(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "attention",
+        help="a hierarchical model's attention: maps and phrase vs token shares",
+        description="For a trained hierarchical model: draw one sentence's tree and its "
+        "attention map over [nodes; leaves] as PNGs, and print how much attention leaf and "
+        "node queries give to phrase nodes and to tokens over all of DATA.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a hierarchical model")
+    p.add_argument("data", nargs="?", default="test", help="split name or file (default: test)")
+    p.add_argument(
+        "--sentence", type=positive, default=1, help="sentence drawn (1-based, default 1)"
+    )
+    p.add_argument("--layer", type=int, default=-1, help="layer drawn (default: the last)")
+    p.add_argument("--out", default="runs/attention", help="folder for the PNGs")
+    p.set_defaults(run=_attention)
+
+
+def _attention(args: argparse.Namespace) -> int:
+    from treeattn.analysis.hierarchical import attention_shares, draw_sentence, load_hierarchical
+
+    saved = load_hierarchical(args.checkpoint)
+    examples, where = saved.read(args.data)  # read once for both
+    drawn = draw_sentence(saved, examples, where, args.sentence, args.out, args.layer)
+    for kind, path in drawn.items():
+        print(f"{kind:<10} {path}")
+    print()
+    print(attention_shares(saved, examples, where).format())
+    return OK
+
+
+def add_latent_trees(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "latent-trees",
+        help="a structured model's latent dependency trees: depth, non-projective share",
+        description="For a trained structured-attention model: decode every sentence's best "
+        "latent tree in each layer and head (Chu-Liu-Edmonds, or Eisner for a projective model) "
+        "and print their mean depth and "
+        "share of non-projective trees. --compare adds the same figures for the trees of a "
+        "CoNLL-U file (e.g. a treebank's gold trees); --conllu writes the latent trees.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a structured model")
+    p.add_argument("data", nargs="?", default="test", help="split name or file (default: test)")
+    p.add_argument("--compare", metavar="CONLLU", help="CoNLL-U file whose trees to describe too")
+    p.add_argument(
+        "--conllu", metavar="OUT", help="write the last layer's first-head trees as CoNLL-U"
+    )
+    p.set_defaults(run=_latent_trees)
+
+
+def _latent_trees(args: argparse.Namespace) -> int:
+    from treeattn.analysis.latent_trees import (
+        latent_tree_table,
+        latent_trees,
+        load_structured,
+        write_latent_trees,
+    )
+
+    saved = load_structured(args.checkpoint)
+    examples, where = saved.read(args.data)
+    trees = latent_trees(saved, examples, where)
+    print(latent_tree_table(trees, where, args.compare).format())
+    if args.conllu:
+        write_latent_trees(args.conllu, examples, trees[-1][0])
+        print(f"\nwritten to {args.conllu}")
+    return OK
+
+
+def _text_option_flags(p: argparse.ArgumentParser) -> None:
+    """--drop-punctuation, --lowercase, --normalize-numbers (and --no-...): default, as the
+    model was trained."""
+    flags = (
+        (
+            "--drop-punctuation",
+            "remove punctuation: by PTB tag for the PTB sample, by the "
+            "character rule of treeattn.data.text for a text file",
+        ),
+        ("--lowercase", "lowercase the words"),
+        ("--normalize-numbers", "show every word with a digit as N"),
+    )
+    for flag, help_text in flags:
+        p.add_argument(
+            flag,
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help=f"{help_text} (default: as the model was trained)",
+        )
+
+
+def _min_layer_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--min-layer",
+        type=int,
+        default=None,
+        help="lowest layer used (default: 0 for paper and binary, 2 for release)",
+    )
+
+
+def add_induce(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "induce",
+        help="a Tree Transformer's unsupervised trees for raw text, or scored on the PTB sample",
+        description="Read constituency trees off a trained Tree Transformer (constituent "
+        "attention): split each span at its weakest link, descending a layer while that "
+        "link is above --threshold, by one of three variants: paper (Algorithm 1 as "
+        "written: halves start a layer lower, a span strong at --min-layer stays flat), "
+        "release (the authors' parse.py: a half starts a layer lower only when its links "
+        "are all above 0.7; minimum layer 2) or binary (halves stay on their parent's "
+        "layer, every span splits). Words are shown to the model as it was trained "
+        "(punctuation removed, lowercased, numbers as N, after a start token, where it was); "
+        "the flags below change that, and what was removed is printed. Give TEXTFILE (one "
+        "sentence per line, tokenized as the Penn Treebank is, as `treeattn parse` does; "
+        "--tokenized: words split on spaces) to write one bracketed tree per line over the "
+        "words kept, or --ptb SPLIT to parse the PTB sample's sentences and score the trees "
+        "of all three variants against its gold trees over the same words (unlabeled F1 "
+        "with random, left- and right-branching baselines, recall by phrase type), on every "
+        "sentence and on those of at most --max-words words; -o writes --variant's trees.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
+    p.add_argument("textfile", nargs="?", help="sentences to parse, one per line")
+    p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
+    p.add_argument(
+        "--ptb",
+        metavar="SPLIT",
+        choices=("train", "dev", "test", "all"),
+        help="parse and score the PTB sample's train, dev, test or all sentences",
+    )
+    p.add_argument("-o", "--out", metavar="FILE", help="write the trees here (default: stdout)")
+    p.add_argument(
+        "--variant", choices=VARIANTS, default="paper", help="induction rule (default paper)"
+    )
+    p.add_argument("--threshold", type=float, default=THRESHOLD, help="link strength (default 0.8)")
+    _min_layer_argument(p)
+    p.add_argument(
+        "--max-words",
+        type=positive,
+        default=10,
+        help="the short-sentence table's limit, after punctuation removal (10)",
+    )
+    _text_option_flags(p)
+    p.set_defaults(run=_induce)
+
+
+def _induce(args: argparse.Namespace) -> int:
+    from treeattn.analysis.induction import (
+        chosen_text_options,
+        induce_ptb,
+        induce_text,
+        load_tree_transformer,
+    )
+
+    if (args.textfile is None) == (args.ptb is None):
+        raise ValueError("give either TEXTFILE or --ptb SPLIT")
+    saved = load_tree_transformer(args.checkpoint)
+    options = chosen_text_options(
+        saved, args.drop_punctuation, args.lowercase, args.normalize_numbers
+    )
+    rule = (args.variant, args.threshold, args.min_layer)
+    if args.textfile:
+        lines, where = read_lines(args.textfile)
+        induced = induce_text(saved, lines, where, options, args.tokenized, *rule)
+        print(induced.format(), file=sys.stderr)  # stdout is for the trees
+    else:
+        induced = induce_ptb(saved, args.ptb, options, *rule, args.max_words)
+        print(induced.format())
+    if args.out:
+        write_output(induced.brackets(), args.out)
+        print(f"{len(induced.trees)} trees ({args.variant}) written to {args.out}")
+    elif args.textfile:
+        sys.stdout.write(induced.brackets())
+    return OK
+
+
+def add_induce_curve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "induce-curve",
+        help="a Tree Transformer run's dev perplexity and unsupervised F1 per kept checkpoint",
+        description="For every step-K.pt a Tree Transformer run kept (train.keep_every=K): "
+        "its dev perplexity and the sentence-level / corpus-level unlabeled F1 of each "
+        "induction variant's trees on the PTB sample's --ptb split, one row per checkpoint: "
+        "whether F1 follows perplexity over training.",
+    )
+    p.add_argument("run_dir", metavar="RUN", help="a run folder holding step-K.pt files")
+    p.add_argument(
+        "--ptb",
+        metavar="SPLIT",
+        choices=("train", "dev", "test", "all"),
+        default="test",
+        help="the PTB sample split scored (default test)",
+    )
+    p.add_argument("--threshold", type=float, default=THRESHOLD, help="link strength (default 0.8)")
+    _min_layer_argument(p)
+    p.set_defaults(run=_induce_curve)
+
+
+def _induce_curve(args: argparse.Namespace) -> int:
+    from treeattn.analysis.induction import induction_curve
+
+    curve = induction_curve(
+        args.run_dir, args.ptb, args.threshold, args.min_layer, progress=sys.stderr.isatty()
+    )
+    print(curve.format())
+    return OK
+
+
+def add_constituent_prior(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "constituent-prior",
+        help="heat maps of a Tree Transformer's constituent prior for one sentence",
+        description="Draw the constituent prior C of chosen layers of a trained Tree "
+        "Transformer for one sentence, side by side in one PNG (or SVG).",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
+    p.add_argument("sentence", help="the sentence, words separated by spaces")
+    p.add_argument("-o", "--out", default="constituent_prior.png", help="image file")
+    p.add_argument("--layers", type=int, nargs="+", help="layers, from 0 (default: all)")
+    p.set_defaults(run=_constituent_prior)
+
+
+def _constituent_prior(args: argparse.Namespace) -> int:
+    from treeattn.analysis.induction import draw_priors, load_tree_transformer
+
+    saved = load_tree_transformer(args.checkpoint)
+    print(f"written to {draw_priors(saved, args.sentence, args.out, args.layers)}")
+    return OK

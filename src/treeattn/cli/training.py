@@ -1,0 +1,144 @@
+"""Commands that train and run models: train, evaluate, predict, report, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from treeattn.cli.arguments import add_overrides
+from treeattn.cli.io import read_lines, write_output
+from treeattn.cli.status import INTERRUPTED, OK
+
+
+def add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a model from a config file",
+        description="Train a model from a YAML config file (see configs/): its task (task: "
+        "classify, mlm or parse), data, model and training settings. Picks up the run's last "
+        "checkpoint when its out_dir already holds one; Ctrl-C stops at a clean point and "
+        "saves a checkpoint. Under torchrun it trains data-parallel.",
+    )
+    p.add_argument("config", nargs="?", help="YAML config file (default: the ListOps set-up)")
+    add_overrides(p)
+    p.add_argument(
+        "--no-resume", action="store_true", help="start afresh even if a checkpoint exists"
+    )
+    p.set_defaults(run=_train)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from treeattn.engine.trainer import train
+    from treeattn.tasks import load_config, make_task
+
+    cfg = load_config(args.config, args.overrides)
+    results = train(make_task(cfg), resume=not args.no_resume)
+    if os.environ.get("RANK", "0") == "0":  # once per torchrun job
+        print(json.dumps(results, indent=2))
+    # Ctrl-C (or SIGTERM) makes the trainer save a checkpoint and return unfinished.
+    return OK if results["finished"] else INTERRUPTED
+
+
+def add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="score a checkpoint on a split or a file",
+        description="Score a saved model with its task's metrics. DATA is a split name of "
+        "the model's data set (train, dev, test) or a file in that data set's format.",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
+    p.add_argument("data", help="split name or file")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.set_defaults(run=_evaluate)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from treeattn.tasks.trained import load_trained
+
+    trained = load_trained(args.checkpoint)
+    if args.json:
+        print(json.dumps(trained.evaluate(args.data), indent=2))
+    else:
+        print(trained.report(args.data))
+    return OK
+
+
+def add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="run a checkpoint on new input, one output line per input line",
+        description="Run a saved model on unlabeled input, one item per line, and print one "
+        "line per input line, in order. classify: a sentence (words separated by spaces, or "
+        "a bracketed tree; ListOps: an expression) gives its class; for models that read "
+        "trees, words are parsed first (--parser). mlm: a sentence with "
+        "<mask> words gives the sentence with them filled in. "
+        "parse: a tokenized sentence gives its tree (--format brackets, the default for "
+        "constituency models, or conllu).",
+    )
+    p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
+    p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
+    p.add_argument("--format", default="", help="output format, where the task has several")
+    p.add_argument(
+        "--parser",
+        metavar="MODEL",
+        help="the parser that gives raw sentences their trees, for models that read trees "
+        "(default: the one shipped with treeattn)",
+    )
+    p.set_defaults(run=_predict)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from treeattn.tasks.trained import load_trained
+
+    trained = load_trained(args.checkpoint)
+    if args.parser is not None:
+        if not hasattr(trained.task, "parser_path"):
+            raise ValueError(f"--parser: a {trained.cfg.task} model parses nothing")
+        trained.task.parser_path = args.parser
+    lines, where = read_lines(args.input)
+    outputs = trained.predict(lines, where, args.format)
+    write_output("".join(out if out.endswith("\n") else out + "\n" for out in outputs), args.out)
+    return OK
+
+
+def add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="summarise finished runs (mean ± std over seeds)",
+        description="Print each run's scores (its task's metrics on the splits scored at the "
+        "end: dev and test accuracy, perplexity, ...) and their mean ± sample standard "
+        "deviation, e.g. over the seeds of one configuration.",
+    )
+    p.add_argument("runs", nargs="+", help="run folders holding results.json")
+    p.set_defaults(run=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from treeattn.engine.report import format_report
+    from treeattn.tasks import config_from_dict
+
+    print(format_report(args.runs, lambda raw: config_from_dict(raw).to_dict()))
+    return OK
+
+
+def add_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="train every registered mechanism on generated ListOps and compare",
+        description="Train each registered attention mechanism on generated ListOps "
+        "(no data files needed), print a comparison table and write it to "
+        "OUT/results.json.",
+    )
+    p.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
+    add_overrides(p, " for every model")
+    p.set_defaults(run=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from treeattn.demo import run_demo
+
+    run_demo(Path(args.out), args.overrides)
+    return OK

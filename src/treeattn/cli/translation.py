@@ -1,0 +1,104 @@
+"""Commands for translation models: translate, cross-attention."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from treeattn.cli.arguments import positive
+from treeattn.cli.io import read_lines, run_on_lines
+from treeattn.cli.status import OK
+
+
+def add_translate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "translate",
+        help="translate raw text with a translation checkpoint, one line a sentence",
+        description="Translate sentences, one per line, with a checkpoint of a translate run: "
+        "one detokenized line out per line in, in order, an empty line for an empty line. A "
+        "model whose encoder reads trees parses the input first with the parser it was "
+        "trained with (or reads --trees). Beam search (--beam 1: greedy). A bad line (not "
+        "UTF-8, too long for the model) is an error naming file:line, exit status 2, and "
+        "with -o nothing is written unless every line was translated.",
+    )
+    p.add_argument("model", help="a best.pt or last.pt of a translate run")
+    p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
+    p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
+    p.add_argument("--beam", type=positive, help="beam size (default: the model's, 4)")
+    p.add_argument(
+        "--trees",
+        metavar="FILE",
+        help="the source trees, one bracketed tree per input line (empty where the line is), "
+        "leaves as the Penn Treebank tokenizes the line",
+    )
+    p.set_defaults(run=_translate)
+
+
+def _translate(args: argparse.Namespace) -> int:
+    def translate(lines: list[str], where: str) -> tuple[str, int, float]:
+        outputs, seconds = translate_lines(args.model, lines, where, args.beam, args.trees)
+        done = sum(1 for line in lines if line.strip())
+        return "".join(out + "\n" for out in outputs), done, seconds
+
+    return run_on_lines(args.input, args.out, translate, blank_lines=True)
+
+
+def translate_lines(
+    model: str, lines: list[str], where: str, beam: int | None, trees_file: str | None
+) -> tuple[list[str], float]:
+    """One translation per line of ``lines``, "" for a blank line, and the seconds they
+    took once the model was loaded (parsing the input included)."""
+    import time
+
+    from treeattn.errors import FormatError
+    from treeattn.tasks.trained import load_trained
+    from treeattn.tasks.translate import TranslateTask
+    from treeattn.trees.treebank import parse_treebank_line
+
+    trained = load_trained(model)
+    task = trained.task
+    if not isinstance(task, TranslateTask):
+        raise ValueError(f"{model}: a {trained.cfg.task} model, not a translation model")
+    started = time.perf_counter()
+    numbers = [k for k, line in enumerate(lines, start=1) if line.strip()]
+    trees = None
+    if trees_file is not None:
+        tree_lines, _ = read_lines(trees_file, blank_lines=True)
+        if len(tree_lines) != len(lines):
+            raise FormatError(
+                f"{len(tree_lines)} lines of trees for {len(lines)} input lines",
+                trees_file,
+                min(len(tree_lines), len(lines)) + 1,
+            )
+        trees = [parse_treebank_line(tree_lines[k - 1], trees_file, k) for k in numbers]
+    outputs = [""] * len(lines)
+    if not numbers:
+        return outputs, time.perf_counter() - started
+    pairs = task.sources([lines[k - 1] for k in numbers], where, numbers, trees, trees_file or "")
+    data = task.encode(pairs, where)
+    found = task.translations(trained.model, data, trained.device, beam, sys.stderr.isatty())
+    for k, text in zip(numbers, found, strict=True):
+        outputs[k - 1] = text
+    return outputs, time.perf_counter() - started
+
+
+def add_cross_attention(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cross-attention",
+        help="how a tree translation model's decoder divides attention: phrase nodes vs words",
+        description="For a translation model with the hierarchical encoder: the share of the "
+        "decoder's cross-attention on the source tree's phrase nodes and on its leaves "
+        "(subword pieces), per layer, averaged over heads and every reference word of a "
+        "split read with teacher forcing (Nguyen et al. 2020, Table 4), beside the share "
+        "of nodes among the keys (what uniform attention would give).",
+    )
+    p.add_argument("model", help="a best.pt or last.pt of a translate run (hierarchical)")
+    p.add_argument("data", nargs="?", default="test_2016_flickr", help="split name or prefix")
+    p.set_defaults(run=_cross_attention)
+
+
+def _cross_attention(args: argparse.Namespace) -> int:
+    from treeattn.analysis.hierarchical import cross_attention_shares
+
+    print(cross_attention_shares(args.model, args.data).format())
+    return OK
