@@ -75,6 +75,8 @@ def run_demo(out: Path, overrides: list[str] = ()) -> dict[str, dict[str, Any]]:
         cfg = load_config(None, settings)
         print(f"== {name} ==", flush=True)
         result = train(make_task(cfg), resume=False)
+        if not result["finished"]:  # stopped by Ctrl-C: the demo stops with it
+            raise KeyboardInterrupt
         rows[name] = {
             **{key: result[key] for key in score_names(result)},
             "params": result["params"],
