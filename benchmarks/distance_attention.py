@@ -41,8 +41,9 @@ from benchmarks.common import (
     start_device,
     write_results,
 )
-from treeattn.attention.distance import GAPS, gap_distances, local_allowed
+from treeattn.attention.distance import GAPS, local_allowed
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.trees.distance import gap_distances
 
 TOKENS = 4096
 GATES = ("hard", "soft")

@@ -53,6 +53,7 @@ from benchmarks.common import (
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
 from treeattn.models.encoder import TransformerEncoder
 from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.models.inputs import EncoderInputs
 
 ENCODERS = ("vanilla", "hierarchical", "tree-lstm")
 
@@ -99,15 +100,14 @@ def make_batch(n: int, args: argparse.Namespace, device: torch.device) -> dict:
     trees = tree_batch(n, args.batch, "random", random.Random(args.seed + n)).to(device)
     gen = torch.Generator().manual_seed(args.seed + n)
     m = trees.node_start.shape[1]
-    return {
-        "tokens": torch.randint(1, args.vocab, (args.batch, n), generator=gen).to(device),
-        "pad_mask": torch.zeros(args.batch, n, dtype=torch.bool, device=device),
-        "context": {
-            "trees": trees,
-            "node_labels": torch.ones(args.batch, m, dtype=torch.long, device=device),
-        },
-        "labels": torch.randint(0, args.classes, (args.batch,), generator=gen).to(device),
-    }
+    inputs = EncoderInputs(
+        torch.randint(1, args.vocab, (args.batch, n), generator=gen).to(device),
+        torch.zeros(args.batch, n, dtype=torch.bool, device=device),
+        trees=trees,
+        node_labels=torch.ones(args.batch, m, dtype=torch.long, device=device),
+    )
+    labels = torch.randint(0, args.classes, (args.batch,), generator=gen).to(device)
+    return {"inputs": inputs, "labels": labels}
 
 
 def time_steps(model: nn.Module, batch: dict, args, device: torch.device) -> tuple[float, int]:
@@ -116,7 +116,7 @@ def time_steps(model: nn.Module, batch: dict, args, device: torch.device) -> tup
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        logits = model(batch["tokens"], batch["pad_mask"], batch["context"])
+        logits = model(batch["inputs"])
         F.cross_entropy(logits, batch["labels"]).backward()
         optimizer.step()
 
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     batches = {n: make_batch(n, args, device) for n in args.sizes}
     max_length = max(args.sizes)
-    max_depth = max(64, *(b["context"]["trees"].paths.shape[2] for b in batches.values()))
+    max_depth = max(64, *(b["inputs"].trees.paths.shape[2] for b in batches.values()))
     rows, skipped = [], {}
     begin = time.perf_counter()
     for name in args.encoders:

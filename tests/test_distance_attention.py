@@ -14,20 +14,21 @@ from torch.testing import assert_close
 from tests.strategies import trees
 from treeattn.attention.distance import (
     GAPS,
-    SENTENCE_BREAK,
     DistanceAttention,
     first_wider,
-    gap_distances,
     local_bias,
     local_range,
 )
+from treeattn.attention.registry import Reads
 from treeattn.attention.vanilla import VanillaSelfAttention
 from treeattn.data.vocab import Vocab
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.models.inputs import InputEncoder
 from treeattn.tasks import load_config
 from treeattn.tasks.encoding import EncodedSet
 from treeattn.tasks.sentences import LabeledSentence, load_split
 from treeattn.trees import Tree
+from treeattn.trees.distance import SENTENCE_BREAK, gap_distances
 
 PAPER = Tree.parse("(S I (VP swim (PP across (NP the river))) .)")
 TREES = trees(st.just("X"), st.just("T"), st.sampled_from(["a", "b"]))
@@ -262,15 +263,14 @@ def test_batches_carry_each_sentence_gap_distances():
         LabeledSentence(PAPER.leaves(), 1, PAPER),
         LabeledSentence(["the", "river"], 0, Tree.parse("(NP the river)")),
     ]
-    encoded = EncodedSet(rows, vocab, distances=True)
+    gaps = InputEncoder(frozenset({Reads.GAPS}))
+    encoded = EncodedSet(rows, vocab, gaps)
     batch = encoded.batch([0, 1])
-    assert batch.context[GAPS].tolist() == [[5, 4, 3, 2, 5], [2, 0, 0, 0, 0]]
+    assert batch.inputs.context()[GAPS].tolist() == [[5, 4, 3, 2, 5], [2, 0, 0, 0, 0]]
     with pytest.raises(ValueError, match="sentence 1: its tree has 2 words"):
-        EncodedSet(
-            [LabeledSentence(["a", "b", "c"], 0, Tree.parse("(S a b)"))], vocab, distances=True
-        )
-    with pytest.raises(ValueError, match="sentence 1: distance attention needs data with trees"):
-        EncodedSet([LabeledSentence(["a"], 0)], vocab, distances=True)
+        EncodedSet([LabeledSentence(["a", "b", "c"], 0, Tree.parse("(S a b)"))], vocab, gaps)
+    with pytest.raises(ValueError, match="sentence 1: this encoder reads trees"):
+        EncodedSet([LabeledSentence(["a"], 0)], vocab, gaps)
 
 
 def test_phrase_level_rows_carry_their_subtrees(shared_data):

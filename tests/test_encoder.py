@@ -6,6 +6,7 @@ import torch
 from treeattn.attention import attention_names, build_attention
 from treeattn.models.classifier import SentenceClassifier
 from treeattn.models.encoder import TransformerEncoder, sinusoidal_positions
+from treeattn.models.inputs import EncoderInputs
 
 
 def literal_attention(module, x, pad_mask):
@@ -40,9 +41,9 @@ def test_padded_batch_equals_items_alone(positions):
     lengths = [7, 3, 5]
     tokens = torch.randint(3, 50, (3, 7))
     pad_mask = torch.arange(7)[None, :] >= torch.tensor(lengths)[:, None]
-    batched = model(tokens, pad_mask)
+    batched = model(EncoderInputs(tokens, pad_mask))
     for i, n in enumerate(lengths):
-        alone = model(tokens[i : i + 1, :n], pad_mask[i : i + 1, :n])
+        alone = model(EncoderInputs(tokens[i : i + 1, :n], pad_mask[i : i + 1, :n]))
         torch.testing.assert_close(batched[i : i + 1], alone, atol=1e-5, rtol=1e-5)
 
 

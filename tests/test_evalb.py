@@ -338,5 +338,5 @@ def test_the_command_says_on_stderr_which_sentences_were_left_out(tmp_path: Path
     assert "Number of Error sentence  =      1" in captured.out
     assert "Number of Skip  sentence  =      1" in captured.out
     assert "2 problem(s)" in captured.err and f"{test}:1: sentence 1 skipped" in captured.err
-    assert main(["evalb", str(gold), str(test), "--strict"]) == 1
+    assert main(["evalb", str(gold), str(test), "--strict"]) == 2
     assert f"{test}:1: sentence 1: no test parse" in capsys.readouterr().err

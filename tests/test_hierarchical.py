@@ -25,6 +25,7 @@ from treeattn.attention.hierarchical import (
 )
 from treeattn.models.classifier import TreeClassifier
 from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.models.inputs import EncoderInputs
 from treeattn.trees import Tree
 from treeattn.trees.lnr import from_lnr, to_lnr
 from treeattn.trees.tensors import collate_trees, encode_tree, split_subwords
@@ -375,9 +376,9 @@ def test_classifier_root_and_every_node_logits():
     torch.manual_seed(0)
     model = TreeClassifier(HierarchicalEncoder(20, 4, d_model=16, n_heads=2), 5).eval()
     tokens, labels, batch = make_batch(SAMPLE)
-    context = {"trees": batch, "node_labels": labels}
-    root = model(tokens, batch.leaf_pad_mask, context)
-    node_logits, leaf_logits = model(tokens, batch.leaf_pad_mask, context, every_node=True)
+    inputs = EncoderInputs(tokens, batch.leaf_pad_mask, trees=batch, node_labels=labels)
+    root = model(inputs)
+    node_logits, leaf_logits = model(inputs, every_node=True)
     assert root.shape == (3, 5) and leaf_logits.shape[:2] == tokens.shape
     torch.testing.assert_close(root, node_logits[:, 0])
 

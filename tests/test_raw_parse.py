@@ -172,7 +172,7 @@ def test_head_contributions_follow_the_release_normalisation():
 
 
 def test_label_heads_needs_a_parser_without_the_feed_forward_layer(toy_parser, tmp_path, capsys):
-    assert main(["label-heads", str(toy_parser), "a dog ran ."]) == 1
+    assert main(["label-heads", str(toy_parser), "a dog ran ."]) == 2
     assert "lal_feed_forward=false" in capsys.readouterr().err
     trees = tmp_path / "toy.txt"
     trees.write_text("".join(line + "\n" for line in TOY * 3), encoding="utf-8")

@@ -197,7 +197,7 @@ def test_the_schedule_and_label_smoothing_reach_a_training_run(tmp_path):
     data = task.encode(*task.read("dev"))
     batch = data.batch(range(4))
     model = task.build_model().eval()
-    logits = model(batch.tokens, batch.pad_mask, batch.context)
+    logits = model(batch.inputs)
     expected = F.cross_entropy(logits, batch.labels, label_smoothing=0.1)
     torch.testing.assert_close(task.loss(model, batch), expected)
     assert not torch.allclose(expected, F.cross_entropy(logits, batch.labels))
@@ -221,7 +221,7 @@ def test_checkpoints_written_before_the_task_layer_still_load(tmp_path, capsys):
     # Its accumulation predates the per-head fix (issue of the paper's w and embeddings):
     # another model, refused with the reason rather than a shape error.
     hierarchical = str(FIXTURES / "legacy-listops-hierarchical.pt")
-    assert main(["attention", hierarchical, "test", "--out", str(tmp_path)]) == 1
+    assert main(["attention", hierarchical, "test", "--out", str(tmp_path)]) == 2
     assert "made per head" in capsys.readouterr().err
     structured = str(FIXTURES / "legacy-listops-structured.pt")
     assert main(["latent-trees", structured, "dev"]) == 0
@@ -235,7 +235,7 @@ def test_checkpoints_written_before_the_task_layer_still_load(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("(X ")
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    assert main(["induce", constituent, str(empty)]) == 1
+    assert main(["induce", constituent, str(empty)]) == 2
     assert f"{empty}: empty input" in capsys.readouterr().err
     assert (
         main(["constituent-prior", constituent, "the cat sat", "-o", str(tmp_path / "p.png")]) == 0
@@ -287,10 +287,10 @@ def test_a_labeled_sentence_file_trains_and_predicts(tmp_path, capsys):
     assert main(["predict", model, inputs]) == 0
     assert capsys.readouterr().out == "neg\npos\n"
     unknown = _write(tmp_path / "odd.tsv", ["meh\tthe film was good"])
-    assert main(["evaluate", model, unknown]) == 1
+    assert main(["evaluate", model, unknown]) == 2
     assert "sentence 1 has the label 'meh', which training did not have" in capsys.readouterr().err
     no_tab = _write(tmp_path / "bad.tsv", ["pos the film"])
-    assert main(["evaluate", model, no_tab]) == 1
+    assert main(["evaluate", model, no_tab]) == 2
     assert f"{no_tab}:1:1: expected 'LABEL<TAB>sentence'" in capsys.readouterr().err
 
 
@@ -309,7 +309,7 @@ def test_predict_gives_one_label_per_line_in_order(tmp_path, capsys):
     right = sum(p == str(ex.label) for p, ex in zip(predicted, examples, strict=True))
     assert load_trained(run / "best.pt").evaluate(str(labeled))["accuracy"] == 100 * right / 25
     empty_line = _write(tmp_path / "gap.txt", ["[MAX 2 9 ]", "", "[MIN 1 2 ]"])
-    assert main(["predict", str(run / "best.pt"), empty_line]) == 1
+    assert main(["predict", str(run / "best.pt"), empty_line]) == 2
     assert f"{empty_line}:2:1: empty line" in capsys.readouterr().err
 
 

@@ -7,14 +7,16 @@ import pytest
 import torch
 
 from tests.helpers import train
-from treeattn.attention.distance import gap_distances
+from treeattn.attention.registry import Reads
 from treeattn.cli import main
 from treeattn.data.multi30k import load_multi30k
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.errors import FormatError
+from treeattn.models.inputs import InputEncoder
+from treeattn.parsing.tree_source import right_branching
 from treeattn.tasks import load_config, make_task
-from treeattn.tasks.translate import right_branching
 from treeattn.trees import Tree
+from treeattn.trees.distance import gap_distances
 
 SPLITS = {"train": (0, 60), "val": (60, 72), "test_2016_flickr": (72, 82)}
 
@@ -78,7 +80,8 @@ def test_a_words_pieces_form_a_subtree_under_it_and_gaps_of_zero_inside_it(prefi
     task, _, _ = fitted(prefixes, tmp_path, "model.attention=distance")
     task._pieces = {"The": ["▁The"], "cat": ["▁ca", "t"], "sat": ["▁s", "at"], ".": ["▁."]}
     tree = Tree.parse("(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))")
-    split = task.piece_tree(tree)
+    inputs = InputEncoder(frozenset({Reads.TREES}))
+    split = inputs.model_tree(tree, task.pieces)
     assert split.to_brackets() == "(S (NP (DT ▁The) (NN ▁ca t)) (VP (VBD ▁s at)) (. ▁.))"
     # Word gaps: The|cat meet in NP (height 1), cat|sat and sat|. in S (height 2); shifted
     # by 1, with 0 (shifted: 1) inside a word.
@@ -87,7 +90,7 @@ def test_a_words_pieces_form_a_subtree_under_it_and_gaps_of_zero_inside_it(prefi
     task._pieces = {"a": ["▁a"], "b": ["▁b", "1"], "c": ["▁c"]}
     control = right_branching(["a", "b", "c"])
     assert control.to_brackets() == "(X a (X b c))"
-    assert task.piece_tree(control).to_brackets() == "(X ▁a (X (WORD ▁b 1) ▁c))"
+    assert inputs.model_tree(control, task.pieces).to_brackets() == "(X ▁a (X (WORD ▁b 1) ▁c))"
 
 
 def test_every_encoder_is_batched_by_the_same_lengths(prefixes, tmp_path):
@@ -98,8 +101,8 @@ def test_every_encoder_is_batched_by_the_same_lengths(prefixes, tmp_path):
         task, pairs, where = fitted(prefixes, tmp_path, f"model.attention={attention}")
         data = task.encode(pairs, where)
         lengths[attention] = data.lengths
-        pairs_of_ids = zip(data.ids, data.targets, strict=True)
-        assert data.lengths == [max(len(ids), len(target) - 1) for ids, target in pairs_of_ids]
+        pairs_of_ids = zip(data.source_sizes(), data.targets, strict=True)
+        assert data.lengths == [max(size, len(target) - 1) for size, target in pairs_of_ids]
     assert lengths["hierarchical"] == lengths["vanilla"] == lengths["distance"]
 
 
@@ -112,10 +115,10 @@ def test_a_padded_batch_equals_each_sentence_alone(prefixes, tmp_path, attention
     model = task.build_model().double().eval()
     data = task.encode(pairs[:4], where)
     batch = data.batch([0, 1, 2, 3])
-    together = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+    together = model(batch.inputs, batch.targets[:, :-1])
     for i in range(4):
         alone = data.batch([i])
-        expected = model(alone.tokens, alone.pad_mask, alone.context, alone.targets[:, :-1])
+        expected = model(alone.inputs, alone.targets[:, :-1])
         t = expected.shape[1]
         torch.testing.assert_close(together[i, :t], expected[0], rtol=0, atol=1e-10)
 
@@ -255,9 +258,11 @@ def test_parser_trees_are_cached_by_the_parsers_hash_and_another_parser_is_refus
     again, _ = task.read("train")
     assert [p.tree for p in again] == [p.tree for p in pairs]
     assert list((tmp_path / "cache" / "trees").glob("*.txt")) == cached  # read, not parsed
-    task.trees = {**task.trees, "sha256": "0" * 64}  # as if trained with another parser
+    other = {**task.trees, "sha256": "0" * 64}  # as if trained with another parser
+    trained = make_task(task.cfg)
+    trained.load_state_dict({**task.state_dict(), "trees": other})
     with pytest.raises(ValueError, match="trained on trees of the parser"):
-        task.sources(["A dog runs."], "input")
+        trained.sources(["A dog runs."], "input")
 
 
 def test_a_run_on_tree_files_needs_one_for_every_split_and_cuts_it_with_the_lines(

@@ -6,6 +6,7 @@ from torch.func import functional_call
 
 from tests.strategies import binary_trees, left_branching, right_branching, trees
 from treeattn.models.classifier import TreeClassifier
+from treeattn.models.inputs import EncoderInputs
 from treeattn.models.tree_lstm import TreeLSTMEncoder
 from treeattn.trees import Tree
 from treeattn.trees.tensors import collate_trees, encode_tree
@@ -154,7 +155,7 @@ def test_gradients_reach_every_parameter_through_the_classifier():
         Tree.parse("(S (NN w4))"),
     ]
     tokens, labels, trees_ = batch(tree_list)
-    logits = classifier(tokens, tokens == 0, {"trees": trees_, "node_labels": labels})
+    logits = classifier(EncoderInputs(tokens, tokens == 0, trees=trees_, node_labels=labels))
     assert logits.shape == (3, 3)
     torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2])).backward()
     for name, p in classifier.named_parameters():

@@ -8,12 +8,14 @@ import torch
 
 from tests.helpers import train
 from tests.test_engine import tiny_config
+from treeattn.attention.registry import Reads
 from treeattn.cli import main
 from treeattn.data.vocab import Vocab
 from treeattn.engine.checkpoint import load_checkpoint
+from treeattn.models.inputs import InputEncoder
+from treeattn.models.registry import encoder_names
 from treeattn.tasks import load_config, make_task
-from treeattn.tasks.encoders import model_names
-from treeattn.tasks.encoding import EncodedSet, encode_split
+from treeattn.tasks.encoding import EncodedSet, input_encoder
 from treeattn.tasks.sentences import LabeledSentence, load_split
 from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
@@ -51,10 +53,15 @@ def test_a_stopped_hierarchical_run_resumes_to_the_same_weights(tmp_path):
 
 
 def test_demo_and_configs_know_the_tree_models():
-    assert {"vanilla", "hierarchical", "tree-lstm"} <= set(model_names())
+    assert {"vanilla", "hierarchical", "tree-lstm"} <= set(encoder_names())
     for path in ("configs/sst5-hierarchical.yaml", "configs/sst2-tree-lstm.yaml"):
         cfg = load_config(path)
         assert cfg.model.pooling == "root" and cfg.data.phrase_level
+
+
+def trees(node_vocab: Vocab) -> InputEncoder:
+    """What hierarchical accumulation reads: the constituency trees."""
+    return InputEncoder(frozenset({Reads.TREES}), node_vocab)
 
 
 def test_sst_whole_trees_carry_every_phrase_label(shared_data):
@@ -70,7 +77,7 @@ def test_sst_whole_trees_carry_every_phrase_label(shared_data):
 
     vocab = Vocab.build(ex.tokens for ex in train5[:200])
     node_vocab = Vocab.build([["X"]])
-    encoded = EncodedSet(train5[:200], vocab, node_vocab)
+    encoded = EncodedSet(train5[:200], vocab, trees(node_vocab))
     batch = encoded.batch(list(range(200)))
     assert torch.equal(batch.node_targets[:, 0], batch.labels)  # the root is node 0
     labeled = int((batch.node_targets >= 0).sum() + (batch.leaf_targets >= 0).sum())
@@ -81,12 +88,12 @@ def test_phrase_level_loss_counts_every_labeled_node():
     tree = Tree.parse("(X (X a b) c)")
     example = LabeledSentence(["a", "b", "c"], 1, tree, ((0, 3, 1), (0, 2, 0), (2, 3, 1)))
     vocab, node_vocab = Vocab.build([["a", "b", "c"]]), Vocab.build([["X"]])
-    batch = EncodedSet([example], vocab, node_vocab).batch([0])
+    batch = EncodedSet([example], vocab, trees(node_vocab)).batch([0])
     assert batch.node_targets.tolist() == [[1, 0]]
     assert batch.leaf_targets.tolist() == [[-1, -1, 1]]
 
     class Fixed(torch.nn.Module):  # logits chosen by hand
-        def forward(self, tokens, pad_mask, context, every_node=False):
+        def forward(self, inputs, every_node=False):
             assert every_node
             return torch.tensor([[[0.0, 2.0], [1.0, 0.0]]]), torch.zeros(1, 3, 2)
 
@@ -102,13 +109,15 @@ def test_a_unary_chain_gives_each_of_its_nodes_its_own_label():
     tree = Tree.parse("(X (X (X a) (X b)))")
     phrases = ((0, 2, 3), (0, 2, 1), (0, 1, 2), (1, 2, 4))
     example = LabeledSentence(["a", "b"], 3, tree, phrases)
-    batch = EncodedSet([example], Vocab.build([["a", "b"]]), Vocab.build([["X"]])).batch([0])
+    batch = EncodedSet([example], Vocab.build([["a", "b"]]), trees(Vocab.build([["X"]]))).batch([0])
     assert batch.node_targets.tolist() == [[3, 1]]
     assert batch.leaf_targets.tolist() == [[2, 4]]
     # A one-word sentence: its root node and its word each keep their own label.
     single = LabeledSentence(["a"], 3, Tree.parse("(X a)"), ((0, 1, 3),))
     lonely = LabeledSentence(["a"], 0, Tree.parse("(X (X a))"), ((0, 1, 0), (0, 1, 4)))
-    batch = EncodedSet([single, lonely], Vocab.build([["a"]]), Vocab.build([["X"]])).batch([0, 1])
+    batch = EncodedSet([single, lonely], Vocab.build([["a"]]), trees(Vocab.build([["X"]]))).batch(
+        [0, 1]
+    )
     assert batch.node_targets.tolist() == [[3], [0]]
     assert batch.leaf_targets.tolist() == [[-1], [4]]
 
@@ -118,14 +127,14 @@ def test_evaluation_skips_unlabeled_sentences_and_a_batch_without_labels_adds_no
         LabeledSentence(["a", "b"], 1, Tree.parse("(X a b)"), ((0, 2, 1),)),
         LabeledSentence(["b"], -1, Tree.parse("(X b)"), ((0, 1, -1),)),
     ]
-    encoded = EncodedSet(examples, Vocab.build([["a", "b"]]), Vocab.build([["X"]]))
+    encoded = EncodedSet(examples, Vocab.build([["a", "b"]]), trees(Vocab.build([["X"]])))
 
     class Constant(torch.nn.Module):  # always predicts class 1
-        def forward(self, tokens, pad_mask, context, every_node=False):
-            B, m = context["node_labels"].shape
+        def forward(self, inputs, every_node=False):
+            B, m = inputs.node_labels.shape
             logits = torch.tensor([0.0, 1.0])
             if every_node:
-                return logits.expand(B, m, 2), logits.expand(B, tokens.shape[1], 2)
+                return logits.expand(B, m, 2), logits.expand(B, inputs.tokens.shape[1], 2)
             return logits.expand(B, 2)
 
     task = make_task(load_config("configs/sst5-hierarchical.yaml", ["train.eval_max_tokens=100"]))
@@ -141,11 +150,10 @@ def test_a_tree_too_deep_for_the_model_is_refused_before_training(tmp_path):
     with pytest.raises(
         ValueError, match=r"sst5 dev: sentence 2: .* 3 nodes deep, more than .*max_depth=2"
     ):
-        encode_split(
-            cfg.model,
+        EncodedSet(
             [LabeledSentence(["a"], 0, Tree.parse("(X a)")), deep],
             vocab,
-            node_vocab,
+            input_encoder(cfg.model, node_vocab),
             "sst5 dev",
         )
     task = make_task(load_config("configs/sst5-hierarchical.yaml", ["model.pooling=mean"]))
@@ -161,7 +169,7 @@ def test_leaves_that_do_not_match_the_tokens_name_the_sentence():
     with pytest.raises(
         ValueError, match="sst5 dev: sentence 2: .*leaf 2 is 'b' but token 2 is 'c'"
     ):
-        EncodedSet([good, bad], vocab, node_vocab, where="sst5 dev")
+        EncodedSet([good, bad], vocab, trees(node_vocab), where="sst5 dev")
 
 
 def test_a_tree_deeper_than_the_embedding_tables_is_an_error(tmp_path):
@@ -195,7 +203,7 @@ def test_attention_command_draws_and_reports_shares(tmp_path, capsys):
     assert to_nodes + to_leaves == pytest.approx(100.0, abs=0.2)
     leaf_row = next(line for line in printed.splitlines() if line.startswith("leaf "))
     assert float(leaf_row.split()[1]) == 0.0  # the subtree mask keeps leaves off nodes
-    assert main(["attention", str(run / "best.pt"), "dev", "--sentence", "999"]) == 1
+    assert main(["attention", str(run / "best.pt"), "dev", "--sentence", "999"]) == 2
     assert "sentence 999 does not exist" in capsys.readouterr().err
 
 
@@ -205,5 +213,5 @@ def test_attention_command_refuses_a_token_model(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", *(i for o in TINY for i in ("--set", o)), "--set", f"out_dir={run}"]) == 0
     capsys.readouterr()
-    assert main(["attention", str(run / "best.pt")]) == 1
+    assert main(["attention", str(run / "best.pt")]) == 2
     assert "need a hierarchical model" in capsys.readouterr().err

@@ -12,8 +12,8 @@ from typing import Any
 
 from treeattn.engine.report import score_names
 from treeattn.engine.trainer import train
+from treeattn.models.registry import encoder_names as model_names
 from treeattn.tasks import load_config, make_task
-from treeattn.tasks.encoders import model_names
 
 # The demo's ListOps and training settings, the same for every mechanism, chosen on dev
 # (docs/RESULTS.md, "ListOps (the demo)"): operations nested at most two deep, up to five

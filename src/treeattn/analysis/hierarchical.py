@@ -19,10 +19,9 @@ from treeattn.viz.trees import draw_tree
 
 def _weights(saved: Trained, batch) -> list[torch.Tensor]:
     """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves]."""
-    encoder = saved.model.encoder
-    context = batch.context
-    _, _, weights = encoder(
-        batch.tokens, context["node_labels"], context["trees"], return_weights=True
+    inputs = batch.inputs
+    _, _, weights = saved.model.encoder(
+        inputs.tokens, inputs.node_labels, inputs.trees, return_weights=True
     )
     return weights
 
@@ -69,7 +68,7 @@ def attention_shares(
     counts = {"leaf": 0, "node": 0}
     for indices in bucket_batches(encoded.lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
         batch = encoded.batch(indices).to(saved.device)
-        trees = batch.context["trees"]
+        trees = batch.inputs.trees
         node_pad, leaf_pad = trees.node_pad_mask, trees.leaf_pad_mask
         node_mask = torch.cat([torch.ones_like(node_pad), torch.zeros_like(leaf_pad)], 1)
         share = attention_share(
@@ -107,9 +106,8 @@ def draw_sentence(
         raise ValueError(f"layer {layer} does not exist; the model has {len(weights)}")
     lnr = to_lnr(example.tree)
     # Nodes are named by their label and span of words, so that repeated labels stay apart.
-    spans = zip(
-        encoded.trees[0].node_start.tolist(), encoded.trees[0].node_end.tolist(), strict=True
-    )
+    arrays = encoded.items[0].tree
+    spans = zip(arrays.node_start.tolist(), arrays.node_end.tolist(), strict=True)
     nodes = [f"{label} {s}-{e}" for label, (s, e) in zip(lnr.labels, spans, strict=True)]
     labels = nodes + list(lnr.leaves)
     out = Path(out)
@@ -177,9 +175,9 @@ def cross_attention_shares(checkpoint: str | Path, source: str) -> CrossAttentio
     for indices in bucket_batches(data.lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
         batch = data.batch(indices).to(saved.device)
         record: list[torch.Tensor] = []
-        saved.model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1], record)
+        saved.model(batch.inputs, batch.targets[:, :-1], record)
         real = batch.targets[:, 1:] != 0  # (B, t) the reference words (end word included)
-        trees = batch.context["trees"]
+        trees = batch.inputs.trees
         m = trees.node_pad_mask.shape[1]
         for layer, weights in enumerate(record):  # (B, H, t, m + n), nodes first
             share = weights[..., :m].sum(-1).mean(1)  # (B, t)

@@ -56,6 +56,7 @@ from treeattn.metrics.unsupervised import (
     unlabeled_f1,
     word_mask,
 )
+from treeattn.models.inputs import EncoderInputs
 from treeattn.tasks.sentences import lines_to_sentences, text_options
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees import Tree
@@ -91,7 +92,7 @@ def layer_links(model: nn.Module, tokens: torch.Tensor, pad_mask: torch.Tensor) 
         raise ValueError("the model has no constituent attention layer")
     handles = [layer.register_forward_hook(keep) for layer in layers]
     try:
-        model(tokens, pad_mask)
+        model(EncoderInputs(tokens, pad_mask))
     finally:
         for handle in handles:
             handle.remove()

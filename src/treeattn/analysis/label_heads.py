@@ -54,18 +54,17 @@ def label_head_contributions(
             "head contributions need a parser trained without the position-wise feed-forward "
             "layer (model.lal_feed_forward=false), which mixes the heads' parts"
         )
-    if not parser.task.constituency:
+    if not parser.constituency:
         raise ValueError("head contributions are for constituency parsers")
     words = parser.words([sentence], tokenized)[0]
-    from treeattn.tasks.parse import ParseExample
 
-    batch = parser.task.encode([ParseExample(words, ["_"] * len(words))], "sentence").batch([0])
+    batch = parser.encode([words]).batch([0])
     batch = batch.to(parser.device)
     model = parser.model
     posts = model.fenceposts(model.encode(batch.words, batch.chars, batch.pad_mask))[0]
     lengths = batch.lengths
     scores = model.span_scores(posts[None], lengths)
-    names = parser.task.labels.tokens[3:]
+    names = parser.vocab.labels.names
     found = []
     for label, start, end in tree_spans(CKY(scores, lengths).argmax, lengths)[0]:
         if not label:

@@ -90,8 +90,8 @@ def latent_trees(
         ):
             batch = encoded.batch(indices).to(saved.device)
             captured.clear()
-            saved.model(batch.tokens, batch.pad_mask, batch.context)
-            lengths = (~batch.pad_mask).sum(1)
+            saved.model(batch.inputs)
+            lengths = (~batch.inputs.pad_mask).sum(1)
             for layer, scores in enumerate(captured):
                 b, n_heads, size, _ = scores.shape
                 heads = decode_heads(

@@ -36,44 +36,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import LAYER, register_attention
+from treeattn.attention.registry import LAYER, Reads, register_attention
 from treeattn.attention.vanilla import merge_heads, split_heads
-from treeattn.trees import Tree
-from treeattn.trees.distance import syntactic_distances
 
-GAPS = "gap_distances"  # context key: (B, n-1) distances between adjacent tokens
+GAPS = Reads.GAPS  # context key: (B, n-1) distances between adjacent tokens
 BIAS = "distance_mask"  # context key: the (B, 1, n, n) additive gate, built once per pass
-SENTENCE_BREAK = 999
 GATES = ("hard", "soft")
-
-
-def gap_distances(
-    trees: Sequence[Tree], pieces: Sequence[Sequence[int]] | None = None
-) -> list[int]:
-    """The distances between adjacent tokens of ``trees`` read as one sequence.
-
-    ``pieces[s][w]`` is how many subword tokens word w of sentence s became (default: one
-    each); the gaps inside a word are 0 before the shift by 1, and consecutive sentences
-    are joined by ``SENTENCE_BREAK``.
-    """
-    if pieces is not None and len(pieces) != len(trees):
-        raise ValueError(f"{len(trees)} trees but piece counts for {len(pieces)} sentences")
-    gaps: list[int] = []
-    for s, tree in enumerate(trees):
-        words = syntactic_distances(tree)
-        counts = [1] * (len(words) + 1) if pieces is None else list(pieces[s])
-        if len(counts) != len(words) + 1 or min(counts) < 1:
-            raise ValueError(
-                f"sentence {s + 1}: {len(words) + 1} words need as many piece counts of at "
-                f"least 1, got {counts}"
-            )
-        if s:
-            gaps.append(SENTENCE_BREAK)
-        for w, count in enumerate(counts):
-            gaps.extend([1] * (count - 1))  # inside the word: 0, shifted
-            if w < len(words):
-                gaps.append(words[w] + 1)
-    return gaps
 
 
 def local_range(gaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,7 +125,7 @@ def local_allowed(gaps: torch.Tensor) -> torch.Tensor:
     return (start[:, :, None] <= j) & (j < end[:, :, None])
 
 
-@register_attention("distance")
+@register_attention("distance", reads=Reads.GAPS)
 class DistanceAttention(nn.Module):
     """Multi-head self-attention whose first ``local_heads`` heads, in the ``layers``
     listed (default: every layer), keep to each token's syntactic local range.

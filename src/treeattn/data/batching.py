@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -63,34 +61,6 @@ def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[
     rounds = -(-len(batches) // world_size)
     padded = [batches[i % len(batches)] for i in range(rounds * world_size)]
     return padded[rank::world_size]
-
-
-@dataclass
-class TokenBatch:
-    """Padded token ids. ``tokens``: (B, n) long; ``pad_mask``: (B, n) bool, True at padding;
-    ``labels``: (B,) long. Tree models also get ``context`` (``trees``, a ``TreeTensors``,
-    and ``node_labels`` (B, m)) and, for phrase-level training, the label of every node
-    (B, m) and leaf (B, n) in ``node_targets`` and ``leaf_targets`` (-1: no label)."""
-
-    tokens: torch.Tensor
-    pad_mask: torch.Tensor
-    labels: torch.Tensor
-    context: dict[str, Any] = field(default_factory=dict)
-    node_targets: torch.Tensor | None = None
-    leaf_targets: torch.Tensor | None = None
-
-    def to(self, device: torch.device | str) -> TokenBatch:
-        def move(x: Any) -> Any:
-            return None if x is None else x.to(device)
-
-        return TokenBatch(
-            self.tokens.to(device),
-            self.pad_mask.to(device),
-            self.labels.to(device),
-            {key: move(value) for key, value in self.context.items()},
-            move(self.node_targets),
-            move(self.leaf_targets),
-        )
 
 
 def pad_ids(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from treeattn.models.inputs import EncoderInputs
+
 
 def masked_mean(states: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
     """(B, n, d) states averaged over the real positions of ``pad_mask`` (B, n) -> (B, d)."""
@@ -13,7 +15,7 @@ def masked_mean(states: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
 
 
 class SentenceClassifier(nn.Module):
-    """Logits (B, classes) from token ids (B, n).
+    """Logits (B, classes) from a batch of token ids (B, n).
 
     ``pooling``: ``"mean"`` over non-padding states or ``"first"`` (the first token's state).
     """
@@ -29,25 +31,22 @@ class SentenceClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(encoder.d_model, n_classes)
 
-    def forward(
-        self, tokens: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
-    ) -> torch.Tensor:
-        states = self.encoder(tokens, pad_mask, context)
+    def forward(self, inputs: EncoderInputs) -> torch.Tensor:
+        states = self.encoder.encode_inputs(inputs)
         if self.pooling == "first":
             pooled = states[:, 0]
         else:
-            pooled = masked_mean(states, pad_mask)
+            pooled = masked_mean(states, inputs.pad_mask)
         return self.head(self.dropout(pooled))
 
 
 class TreeClassifier(nn.Module):
     """Logits from a tree encoder (hierarchical accumulation, Tree-LSTM).
 
-    ``context`` holds ``trees`` (a ``TreeTensors``) and ``node_labels`` (B, m) ids. The
-    encoder maps (tokens, node_labels, trees) to leaf states (B, n, d) and node states
-    (B, m, d). ``pooling``: ``"root"`` (the first tree's root, node 0) or ``"mean"`` over the
-    nodes. With ``every_node``, the logits of every node (B, m, L) and leaf (B, n, L)
-    instead, for training on phrase labels.
+    The encoder maps a batch (its ``trees`` and ``node_labels`` (B, m) ids among them) to
+    leaf states (B, n, d) and node states (B, m, d). ``pooling``: ``"root"`` (the first
+    tree's root, node 0) or ``"mean"`` over the nodes. With ``every_node``, the logits of
+    every node (B, m, L) and leaf (B, n, L) instead, for training on phrase labels.
     """
 
     def __init__(
@@ -61,19 +60,12 @@ class TreeClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(encoder.d_model, n_classes)
 
-    def forward(
-        self,
-        tokens: torch.Tensor,
-        pad_mask: torch.Tensor,
-        context: dict,
-        every_node: bool = False,
-    ):
-        trees = context["trees"]
-        leaves, nodes = self.encoder(tokens, context["node_labels"], trees)
+    def forward(self, inputs: EncoderInputs, every_node: bool = False):
+        leaves, nodes = self.encoder.encode_inputs(inputs)
         if every_node:
             return self.head(self.dropout(nodes)), self.head(self.dropout(leaves))
         if self.pooling == "root":
             pooled = nodes[:, 0]
         else:
-            pooled = masked_mean(nodes, trees.node_pad_mask)
+            pooled = masked_mean(nodes, inputs.trees.node_pad_mask)
         return self.head(self.dropout(pooled))

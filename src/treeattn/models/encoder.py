@@ -9,6 +9,7 @@ from torch import nn
 
 from treeattn.attention import build_attention
 from treeattn.attention.registry import LAYER
+from treeattn.models.inputs import EncoderInputs
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
@@ -67,6 +68,8 @@ class TransformerEncoder(nn.Module):
     are an error, never truncated. ``attention_dropout`` drops attention weights (default:
     ``dropout``).
     """
+
+    cross_attends = "states"  # a translation decoder attends over the token states
 
     def __init__(
         self,
@@ -130,3 +133,7 @@ class TransformerEncoder(nn.Module):
             context[LAYER] = index
             x = layer(x, pad_mask, context)
         return self.final_norm(x)
+
+    def encode_inputs(self, inputs: EncoderInputs) -> torch.Tensor:
+        """(B, n, d) states of a typed batch (the registry's calling convention)."""
+        return self(inputs.tokens, inputs.pad_mask, inputs.context())

@@ -12,8 +12,17 @@ from treeattn.attention.hierarchical import (
     HierarchicalAttention,
     tree_attention_allowed,
 )
+from treeattn.attention.registry import Reads
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
-from treeattn.trees.tensors import TreeTensors, check_shapes
+from treeattn.models.inputs import EncoderInputs
+from treeattn.models.registry import (
+    TREE,
+    EncoderConfig,
+    EncoderEntry,
+    options_dataclass,
+    register_encoder,
+)
+from treeattn.trees.tensors import TreeArrays, TreeTensors, check_shapes
 
 
 class PostNorm(nn.Module):
@@ -71,6 +80,9 @@ class HierarchicalEncoder(nn.Module):
     ``single`` (the paper's one vector u_s), see ``HierarchicalAccumulation``;
     ``attention_dropout`` drops attention weights (default: ``dropout``).
     """
+
+    # A translation decoder attends over the accumulated tree (Eqs. 21-24).
+    cross_attends = "tree"
 
     def __init__(
         self,
@@ -137,3 +149,48 @@ class HierarchicalEncoder(nn.Module):
         if return_weights:
             return leaves, nodes, weights
         return leaves, nodes
+
+    def encode_inputs(self, inputs: EncoderInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Leaf (B, n, d) and node (B, m, d) states of a typed batch."""
+        return self(inputs.tokens, inputs.node_labels, inputs.trees)
+
+
+def _build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> HierarchicalEncoder:
+    return HierarchicalEncoder(
+        vocab_size,
+        node_vocab_size,
+        d_model=m.d_model,
+        n_heads=m.n_heads,
+        n_layers=m.n_layers,
+        d_ff=m.d_ff,
+        dropout=m.dropout,
+        attention_dropout=m.attention_dropout,
+        max_length=m.max_length,
+        **m.attention_options,
+    )
+
+
+def check_depth(options: dict, arrays: TreeArrays, where: str) -> None:
+    """A tree deeper than the hierarchical embeddings allow is an error naming ``where``,
+    raised before any training, not when the first too-deep batch comes up."""
+    if not options.get("hierarchical_embeddings", True):
+        return
+    limit = options.get("max_depth", DEFAULT_MAX_DEPTH)
+    if arrays.paths.shape[1] > limit:
+        raise ValueError(
+            f"{where}: a token lies {arrays.paths.shape[1]} nodes deep, more than "
+            f"model.attention_options.max_depth={limit}"
+        )
+
+
+register_encoder(
+    EncoderEntry(
+        "hierarchical",
+        HierarchicalEncoder,
+        frozenset({Reads.TREES}),
+        options_dataclass("hierarchical", HierarchicalEncoder),
+        _build,
+        output=TREE,
+        check_tree=check_depth,
+    )
+)

@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn.models.inputs import EncoderInputs
+
 
 class MaskedLanguageModel(nn.Module):
     """An encoder with an output layer tied to its word embeddings: (B, n) -> logits
@@ -16,14 +18,8 @@ class MaskedLanguageModel(nn.Module):
         self.encoder = encoder
         self.output_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    def forward(
-        self,
-        tokens: torch.Tensor,
-        pad_mask: torch.Tensor,
-        context: dict | None = None,
-        predict: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        states = self.encoder(tokens, pad_mask, context)
+    def forward(self, inputs: EncoderInputs, predict: torch.Tensor | None = None) -> torch.Tensor:
+        states = self.encoder.encode_inputs(inputs)
         if predict is not None:
             # Only the masked words are scored: the output layer over the whole vocabulary
             # is most of a step's work, and the rest of the positions have no target.

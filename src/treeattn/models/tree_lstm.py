@@ -7,7 +7,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn.attention.registry import Reads
 from treeattn.models.encoder import init_embedding
+from treeattn.models.inputs import EncoderInputs
+from treeattn.models.registry import (
+    TREE,
+    EncoderConfig,
+    EncoderEntry,
+    options_dataclass,
+    register_encoder,
+)
 from treeattn.trees.tensors import TreeTensors, check_shapes
 
 
@@ -23,6 +32,8 @@ class TreeLSTMEncoder(nn.Module):
     a node with one child (a one-word sentence, a unary phrase) takes a zero right child.
     Padded leaves and nodes come out as zeros (before dropout).
     """
+
+    cross_attends = None  # no translation decoder reads a Tree-LSTM
 
     def __init__(
         self,
@@ -100,3 +111,26 @@ class TreeLSTMEncoder(nn.Module):
 
         states = table[:-1, :d].reshape(B, stride, d)
         return self.dropout(states[:, :n]), self.dropout(states[:, n:])
+
+    def encode_inputs(self, inputs: EncoderInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Leaf (B, n, d) and node (B, m, d) states of a typed batch."""
+        return self(inputs.tokens, inputs.node_labels, inputs.trees)
+
+
+def _build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> TreeLSTMEncoder:
+    return TreeLSTMEncoder(
+        vocab_size, node_vocab_size, m.d_model, m.dropout, m.max_length, **m.attention_options
+    )
+
+
+register_encoder(
+    EncoderEntry(
+        "tree-lstm",
+        TreeLSTMEncoder,
+        frozenset({Reads.BINARY_TREES}),
+        options_dataclass("tree-lstm", TreeLSTMEncoder),
+        _build,
+        output=TREE,
+        has_attention=False,
+    )
+)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.data.batching import TokenBatch, bucket_batches
+from treeattn.data.batching import bucket_batches
 from treeattn.data.listops import OPERATORS, check_operators, parse_expression
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
@@ -20,16 +20,15 @@ from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.classification import accuracy
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
-from treeattn.tasks.encoders import (
-    TREE_ENCODERS,
+from treeattn.models.registry import (
+    TREE,
     EncoderConfig,
     build_encoder,
-    build_tree_encoder,
     check_encoder,
-    uses_distances,
-    uses_trees,
+    encoder_entry,
 )
-from treeattn.tasks.encoding import EncodedSet, check_lengths, encode_split, node_labels
+from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
 from treeattn.tasks.sentences import (
     CLASSES,
     LABELED,
@@ -134,8 +133,8 @@ class ClassifyTask(Task):
                     raise ValueError(f"{where}: data.paths.{split} must be a file name")
         elif d.paths:
             raise ValueError(f"{where}: data.paths is for data.name=labeled, not {d.name}")
-        check_encoder(m, where)
-        poolings = ("auto", "mean", "root") if uses_trees(m) else ("auto", "mean", "first")
+        entry = check_encoder(m, where)
+        poolings = ("auto", "mean", "root") if entry.output == TREE else ("auto", "mean", "first")
         if m.pooling not in poolings:
             raise ValueError(
                 f"{where}: model.pooling={m.pooling!r} does not fit {m.attention}; "
@@ -163,7 +162,8 @@ class ClassifyTask(Task):
 
     @property
     def _whole_trees(self) -> bool:
-        return uses_trees(self.cfg.model)
+        """Whether the encoder reads each sentence's whole tree (its phrase nodes)."""
+        return encoder_entry(self.cfg.model.attention).reads_trees
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(self.cfg.data, source, self._whole_trees, self._data_splits)
@@ -173,8 +173,8 @@ class ClassifyTask(Task):
     def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
         self.vocab = Vocab.build((ex.tokens for ex in train_examples), self.cfg.data.min_count)
         if self._whole_trees:
-            binary = TREE_ENCODERS[self.cfg.model.attention][1]
-            self.node_vocab = Vocab.build(node_labels(ex, binary) for ex in train_examples)
+            inputs = input_encoder(self.cfg.model)
+            self.node_vocab = Vocab.build(inputs.node_labels(_tree_of(ex)) for ex in train_examples)
         if self.cfg.data.name == LABELED:
             self.classes = _class_names(ex.label for ex in train_examples)
 
@@ -207,14 +207,16 @@ class ClassifyTask(Task):
                         f"did not have ({', '.join(self.classes)})"
                     )
                 labels.append(index[ex.label])
-        return encode_split(self.cfg.model, examples, self.vocab, self.node_vocab, where, labels)
+        inputs = input_encoder(self.cfg.model, self.node_vocab)
+        return EncodedSet(examples, self.vocab, inputs, where, labels)
 
     # -- model, loss, metrics, predictions ----------------------------------------------
 
     def build_model(self) -> nn.Module:
         m, classes = self.cfg.model, len(self.classes)
-        if uses_trees(m):
-            tree_encoder = build_tree_encoder(m, len(self.vocab), len(self.node_vocab))
+        node_vocab_size = len(self.node_vocab) if self.node_vocab is not None else 0
+        encoder = build_encoder(m, len(self.vocab), node_vocab_size)
+        if encoder_entry(m.attention).output == TREE:
             pooling = "root" if m.pooling == "auto" else m.pooling
             if self.cfg.data.phrase_level and pooling != "root":
                 raise ValueError(
@@ -222,11 +224,11 @@ class ClassifyTask(Task):
                     f"the sentence is read at the root, so model.pooling={m.pooling!r} cannot "
                     "be used"
                 )
-            return TreeClassifier(tree_encoder, classes, pooling=pooling, dropout=m.dropout)
+            return TreeClassifier(encoder, classes, pooling=pooling, dropout=m.dropout)
         pooling = "mean" if m.pooling == "auto" else m.pooling
-        return SentenceClassifier(build_encoder(m, len(self.vocab)), classes, pooling, m.dropout)
+        return SentenceClassifier(encoder, classes, pooling, m.dropout)
 
-    def loss(self, model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+    def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
         """Cross-entropy of the sentence labels, or with phrase targets, of every labeled
         node and leaf together."""
         smoothing = self.cfg.train.label_smoothing
@@ -237,9 +239,7 @@ class ClassifyTask(Task):
                 ignore_index=IGNORE_LABEL,
                 label_smoothing=smoothing,
             )
-        node_logits, leaf_logits = model(
-            batch.tokens, batch.pad_mask, batch.context, every_node=True
-        )
+        node_logits, leaf_logits = model(batch.inputs, every_node=True)
         logits = torch.cat([node_logits.flatten(0, 1), leaf_logits.flatten(0, 1)])
         targets = torch.cat([batch.node_targets.flatten(), batch.leaf_targets.flatten()])
         total = F.cross_entropy(
@@ -290,7 +290,7 @@ class ClassifyTask(Task):
         words, the trees of the parser (``parser_path``; default: the shipped model) as its
         training trees were prepared (``training_tree``)."""
         m, name = self.cfg.model, self.cfg.data.name
-        needs_tree = uses_trees(m) or uses_distances(m)
+        needs_tree = encoder_entry(m.attention).needs_trees
         trees: dict[int, Tree] = {}
         words: dict[int, list[str]] = {}
         for number, line in enumerate(lines, start=1):
@@ -303,15 +303,11 @@ class ClassifyTask(Task):
             else:
                 words[number] = line.split()
         if words and needs_tree:
-            from treeattn.parsing import Parser
-
-            parser = Parser.load(self.parser_path)
+            source = TreeSource(PARSER, self.parser_path, cache=False)
             numbers = list(words)
-            text = [" ".join(words[k]) for k in numbers]
-            for k, parse in zip(
-                numbers, parser.parse(text, tokenized=True, where=where), strict=True
-            ):
-                trees[k] = self.training_tree(parse.tree)
+            found = source.trees([words[k] for k in numbers], where, progress=False)
+            for k, tree in zip(numbers, found, strict=True):
+                trees[k] = self.training_tree(tree)
             words.clear()
         examples = [
             LabeledSentence(trees[k].leaves(), IGNORE_LABEL, trees[k])
@@ -342,8 +338,14 @@ class ClassifyTask(Task):
         return [self.classes[k] for k in predictions.tolist()]
 
 
-def _logits(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
-    return model(batch.tokens, batch.pad_mask, batch.context)
+def _logits(model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
+    return model(batch.inputs)
+
+
+def _tree_of(example: LabeledSentence) -> Tree:
+    if example.tree is None:
+        raise ValueError("tree models need data with trees")
+    return example.tree
 
 
 def _class_names(labels: Any) -> list[str]:

@@ -1,23 +1,21 @@
-"""Sentences as a model reads them: token ids, and for tree models tree arrays and node
-labels, or for ``distance`` attention the gaps' syntactic distances; encoded once, so that a
-training step only pads and stacks."""
+"""Labeled sentences as a model reads them: the encoder's inputs (token ids and what its
+registry entry declares it reads) and the labels, encoded once, so that a training step
+only pads and stacks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
-from treeattn.attention.distance import GAPS, gap_distances
-from treeattn.attention.hierarchical import DEFAULT_MAX_DEPTH
-from treeattn.data.batching import TokenBatch, pad_ids
+from treeattn.data.batching import pad_ids
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
-from treeattn.tasks.encoders import TREE_ENCODERS, EncoderConfig, uses_distances, uses_trees
+from treeattn.models.inputs import EncoderInputs, InputEncoder
+from treeattn.models.registry import EncoderConfig, encoder_entry
 from treeattn.tasks.sentences import LabeledSentence
-from treeattn.trees import Tree, binarize
-from treeattn.trees.lnr import to_lnr
-from treeattn.trees.tensors import TreeArrays, collate_trees, encode_tree
+from treeattn.trees.tensors import TreeArrays
 
 
 def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: str) -> None:
@@ -32,129 +30,88 @@ def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: s
             raise ValueError(f"{where}: sentence {i + 1} is empty")
 
 
-def node_labels(example: LabeledSentence, binary: bool) -> tuple[str, ...]:
-    """The labels of the nodes a tree model sees for ``example``, in pre-order."""
-    return to_lnr(_model_tree(example, binary)).labels
+@dataclass
+class SentenceBatch:
+    """A batch of labeled sentences: the encoder's typed ``inputs``, the class ids
+    ``labels`` (B,), and for phrase-level training the label of every node (B, m) and leaf
+    (B, n) in ``node_targets`` and ``leaf_targets`` (-1: no label)."""
+
+    inputs: EncoderInputs
+    labels: torch.Tensor
+    node_targets: torch.Tensor | None = None
+    leaf_targets: torch.Tensor | None = None
+
+    def to(self, device: torch.device | str) -> SentenceBatch:
+        def move(x: torch.Tensor | None) -> torch.Tensor | None:
+            return None if x is None else x.to(device)
+
+        return SentenceBatch(
+            self.inputs.to(device),
+            self.labels.to(device),
+            move(self.node_targets),
+            move(self.leaf_targets),
+        )
 
 
-def _model_tree(example: LabeledSentence, binary: bool) -> Tree:
-    if example.tree is None:
-        raise ValueError("tree models need data with trees")
-    return binarize(example.tree) if binary else example.tree
+def input_encoder(m: EncoderConfig, node_vocab: Vocab | None = None) -> InputEncoder:
+    """What the encoder of the model section ``m`` reads, as its registry entry declares."""
+    entry = encoder_entry(m.attention)
+    check = entry.check_tree
+    return InputEncoder(
+        entry.reads,
+        node_vocab,
+        None
+        if check is None
+        else (lambda arrays, where: check(m.attention_options, arrays, where)),
+    )
 
 
 class EncodedSet:
-    """A data set's token ids, and for tree models its tree arrays, encoded once so that a
-    training step only pads and stacks.
+    """A data set's sentences encoded once for an encoder (``InputEncoder``: token ids, and
+    what else it reads), so that a training step only pads and stacks.
 
-    Tree models pass ``node_vocab`` (node label ids) and ``binary`` (binarise the trees
-    first); ``where`` names the data in errors. Batches are bounded by leaves + nodes.
-    ``distances`` keeps each tree's gap distances instead, for the ``distance`` mechanism.
-    ``labels``: the class id of each example, where its ``label`` is not one already.
+    Batches are bounded by tokens plus phrase nodes. ``labels``: the class id of each
+    example, where its ``label`` is not one already.
     """
 
     def __init__(
         self,
         examples: Sequence[LabeledSentence],
         vocab: Vocab,
-        node_vocab: Vocab | None = None,
-        binary: bool = False,
+        inputs: InputEncoder,
         where: str = "data",
-        distances: bool = False,
         labels: Sequence[int] | None = None,
     ) -> None:
         self.words = [ex.tokens for ex in examples]
-        self.ids = [torch.tensor(vocab.encode(ex.tokens), dtype=torch.long) for ex in examples]
+        self.inputs = inputs
+        self.items = [
+            inputs.sentence(
+                vocab.encode(ex.tokens), ex.tree, ex.tokens, f"{where}: sentence {i + 1}"
+            )
+            for i, ex in enumerate(examples)
+        ]
         if labels is None:
             labels = [ex.label for ex in examples]
         self.labels = torch.tensor(labels, dtype=torch.long)
-        self.lengths = [len(ids) for ids in self.ids]
-        self.node_vocab = node_vocab
-        self.gaps = (
-            [_gaps(ex, f"{where}: sentence {i + 1}") for i, ex in enumerate(examples)]
-            if distances
-            else []
-        )
-        if node_vocab is None:
-            return
-        self.trees: list[TreeArrays] = []
-        self.node_ids: list[torch.Tensor] = []
-        self.targets: list[tuple[torch.Tensor, torch.Tensor]] = []
-        for i, ex in enumerate(examples):
-            lnr, arrays = encode_tree(
-                _model_tree(ex, binary), ex.tokens, where=f"{where}: sentence {i + 1}"
-            )
-            self.trees.append(arrays)
-            self.node_ids.append(torch.tensor(node_vocab.encode(lnr.labels), dtype=torch.long))
-            self.lengths[i] += arrays.n_nodes
-            if ex.phrase_labels:
-                self.targets.append(_phrase_targets(ex.phrase_labels, arrays))
+        self.lengths = [len(item.ids) + item.n_nodes for item in self.items]
+        self.targets = [
+            _phrase_targets(ex.phrase_labels, item.tree)
+            for ex, item in zip(examples, self.items, strict=True)
+            if ex.phrase_labels and item.tree is not None
+        ]
         if self.targets and len(self.targets) != len(examples):
             raise ValueError(f"{where}: some sentences have phrase labels and some have none")
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.items)
 
-    def batch(self, indices: Sequence[int]) -> TokenBatch:
-        tokens, pad_mask = pad_ids([self.ids[i] for i in indices], Vocab.pad_id)
-        batch = TokenBatch(tokens, pad_mask, self.labels[list(indices)])
-        if self.gaps:
-            # Gaps past a sentence's end (0) can only stretch a range into padding,
-            # whose keys are masked.
-            batch.context = {GAPS: pad_ids([self.gaps[i] for i in indices])[0]}
-        if self.node_vocab is None:
-            return batch
-        trees = collate_trees([self.trees[i] for i in indices])
-        node_ids, _ = pad_ids([self.node_ids[i] for i in indices], Vocab.pad_id)
-        batch.context = {"trees": trees, "node_labels": node_ids}
+    def batch(self, indices: Sequence[int]) -> SentenceBatch:
+        inputs = self.inputs.batch([self.items[i] for i in indices])
+        batch = SentenceBatch(inputs, self.labels[list(indices)])
         if self.targets:
             batch.node_targets, _ = pad_ids([self.targets[i][0] for i in indices], IGNORE_LABEL)
             batch.leaf_targets, _ = pad_ids([self.targets[i][1] for i in indices], IGNORE_LABEL)
         return batch
-
-
-def _gaps(example: LabeledSentence, where: str) -> torch.Tensor:
-    if example.tree is None:
-        raise ValueError(f"{where}: distance attention needs data with trees")
-    gaps = gap_distances([example.tree])
-    if len(gaps) != len(example.tokens) - 1:
-        raise ValueError(
-            f"{where}: its tree has {len(gaps) + 1} words but the sentence has "
-            f"{len(example.tokens)} tokens"
-        )
-    return torch.tensor(gaps, dtype=torch.long)
-
-
-def encode_split(
-    m: EncoderConfig,
-    examples: Sequence[LabeledSentence],
-    vocab: Vocab,
-    node_vocab: Vocab | None,
-    where: str,
-    labels: Sequence[int] | None = None,
-) -> EncodedSet:
-    """``examples`` encoded for the encoder ``m`` (with trees for tree models)."""
-    if not uses_trees(m):
-        return EncodedSet(examples, vocab, where=where, distances=uses_distances(m), labels=labels)
-    binary = TREE_ENCODERS[m.attention][1]
-    encoded = EncodedSet(examples, vocab, node_vocab, binary=binary, where=where, labels=labels)
-    for i, arrays in enumerate(encoded.trees):
-        check_depth(m, arrays, f"{where}: sentence {i + 1}")
-    return encoded
-
-
-def check_depth(m: EncoderConfig, arrays: TreeArrays, where: str) -> None:
-    """A tree deeper than the hierarchical embeddings allow is an error naming ``where``,
-    raised before any training, not when the first too-deep batch comes up."""
-    options = m.attention_options
-    if m.attention != "hierarchical" or not options.get("hierarchical_embeddings", True):
-        return
-    limit = options.get("max_depth", DEFAULT_MAX_DEPTH)
-    if arrays.paths.shape[1] > limit:
-        raise ValueError(
-            f"{where}: a token lies {arrays.paths.shape[1]} nodes deep, more than "
-            f"model.attention_options.max_depth={limit}"
-        )
 
 
 def _phrase_targets(

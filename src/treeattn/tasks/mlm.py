@@ -13,20 +13,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.data.batching import TokenBatch, bucket_batches
+from treeattn.data.batching import bucket_batches
 from treeattn.data.text import START, check_corpora
 from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.models.masked_lm import MaskedLanguageModel
-from treeattn.tasks.encoders import (
-    EncoderConfig,
-    build_encoder,
-    check_encoder,
-    uses_distances,
-    uses_trees,
-)
-from treeattn.tasks.encoding import EncodedSet, check_lengths, encode_split
+from treeattn.models.registry import EncoderConfig, build_encoder, check_encoder
+from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
 from treeattn.tasks.sentences import (
     SPLITS,
     TEXT,
@@ -87,15 +81,15 @@ def mask_tokens(
 
 def masked_lm_loss(
     model: nn.Module,
-    batch: TokenBatch,
+    batch: SentenceBatch,
     masking: Masking,
     generator: torch.Generator | None = None,
     label_smoothing: float = 0.0,
 ) -> tuple[torch.Tensor, int]:
     """(summed cross-entropy over the masked positions, their number) for one batch."""
-    inputs, targets = mask_tokens(batch.tokens, batch.pad_mask, masking, generator)
+    tokens, targets = mask_tokens(batch.inputs.tokens, batch.inputs.pad_mask, masking, generator)
     chosen = targets != IGNORE
-    logits = model(inputs, batch.pad_mask, batch.context, predict=chosen)
+    logits = model(batch.inputs.with_tokens(tokens), predict=chosen)
     loss = F.cross_entropy(
         logits, targets[chosen], reduction="sum", label_smoothing=label_smoothing
     )
@@ -164,8 +158,7 @@ class MaskedLMTask(Task):
         if d.min_count < 1:
             raise ValueError(f"{where}: data.min_count must be at least 1, got {d.min_count}")
         Masking(d.mask_rate, tuple(d.mask_split), 0).check(where)
-        check_encoder(m, where)
-        if uses_trees(m) or uses_distances(m):
+        if check_encoder(m, where).needs_trees:
             raise ValueError(
                 f"{where}: masked language modelling reads raw text, but model.attention="
                 f"{m.attention!r} needs trees; choose a token-level mechanism"
@@ -209,12 +202,12 @@ class MaskedLMTask(Task):
         self.vocab = Vocab(state["vocab"])
 
     def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
-        return encode_split(self.cfg.model, examples, self.vocab, None, where)
+        return EncodedSet(examples, self.vocab, input_encoder(self.cfg.model), where)
 
     def build_model(self) -> nn.Module:
         return MaskedLanguageModel(build_encoder(self.cfg.model, len(self.vocab)), len(self.vocab))
 
-    def loss(self, model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+    def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
         """Mean cross-entropy of one training batch's masked words."""
         smoothing = self.cfg.train.label_smoothing
         total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
@@ -253,10 +246,10 @@ class MaskedLMTask(Task):
         with evaluating(model):
             for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
                 batch = data.batch(indices).to(device)
-                masked = batch.tokens == Vocab.mask_id
-                filled = batch.tokens.clone()
+                masked = batch.inputs.tokens == Vocab.mask_id
+                filled = batch.inputs.tokens.clone()
                 if masked.any():
-                    logits = model(batch.tokens, batch.pad_mask, batch.context, predict=masked)
+                    logits = model(batch.inputs, predict=masked)
                     logits[:, :FIRST_WORD_ID] = float("-inf")  # never padding, unknown or mask
                     filled[masked] = logits.argmax(-1)
                 for row, i in enumerate(indices):

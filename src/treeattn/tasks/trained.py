@@ -15,7 +15,9 @@ from treeattn.engine.checkpoint import load_checkpoint, task_state
 from treeattn.engine.config import Config
 from treeattn.engine.distributed import pick_device
 from treeattn.engine.task import Encoded, Task
+from treeattn.parsing import Parser
 from treeattn.tasks import config_from_dict, make_task
+from treeattn.tasks.parse import ParseTask
 
 
 @dataclass
@@ -64,10 +66,9 @@ def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
     """A checkpoint written by ``treeattn train`` (also one written before tasks had names),
     or a parser file (``.safetensors``, ``treeattn export-parser``)."""
     if str(checkpoint).endswith(".safetensors"):
-        from treeattn.parsing import Parser
-
         parser = Parser.load(checkpoint, device)
-        return Trained(parser.task.cfg, parser.task, parser.model, parser.device)
+        task = ParseTask.from_parser(parser)
+        return Trained(task.cfg, task, parser.model, parser.device)
     state = load_checkpoint(checkpoint)
     if not isinstance(state, dict) or not {"model", "config"} <= set(state):
         raise ValueError(f"{checkpoint}: not a checkpoint written by `treeattn train`")

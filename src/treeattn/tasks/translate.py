@@ -20,9 +20,7 @@ The checkpoint is selected on val BLEU (beam search with ``data.beam_size``).
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +31,6 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from treeattn.attention.distance import GAPS, gap_distances
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.multi30k import (
     MULTI30K_LANGUAGES,
@@ -45,27 +42,31 @@ from treeattn.data.subwords import BOS, EOS, PAD, Subwords
 from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config, check_positive
 from treeattn.engine.task import Selection, Task, evaluating
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError
 from treeattn.metrics.bleu import bleu
 from treeattn.models.decoder import TransformerDecoder
-from treeattn.models.translator import Translator
-from treeattn.tasks.encoders import (
+from treeattn.models.inputs import EncoderInputs
+from treeattn.models.registry import (
     EncoderConfig,
+    EncoderEntry,
     build_encoder,
-    build_tree_encoder,
     check_encoder,
-    uses_distances,
-    uses_trees,
+    encoder_entry,
 )
-from treeattn.tasks.encoding import check_depth
+from treeattn.models.translator import Translator
+from treeattn.parsing.tree_source import (
+    FILES,
+    PARSER,
+    RIGHT_BRANCHING,
+    TreeSource,
+    read_tree_file,
+)
+from treeattn.tasks.encoding import input_encoder
 from treeattn.trees import Tree
-from treeattn.trees.tensors import TreeArrays, collate_trees, encode_tree, split_subwords
 from treeattn.trees.tokenize import tokenize
-from treeattn.trees.treebank import parse_treebank_line
 
 MULTI30K = "multi30k"
-TREE_SOURCES = ("parser", "right-branching")
-SUBWORD_NODE = "WORD"  # the node over a word's pieces where the tree gives it no tag
+TREE_SOURCES = (PARSER, RIGHT_BRANCHING)  # data.trees; data.tree_files gives the third
 
 
 @dataclass
@@ -110,127 +111,30 @@ class Pair:
 
 @dataclass
 class TranslationBatch:
-    """Source pieces (B, n) with padding (B, n) and context; ``targets`` (B, t + 1) the
-    reference ids from the start word to the end word, padded with 0."""
+    """The source as the encoder reads it (pieces (B, n), and trees or gap distances where
+    it reads them); ``targets`` (B, t + 1) the reference ids from the start word to the end
+    word, padded with 0."""
 
-    tokens: torch.Tensor
-    pad_mask: torch.Tensor
-    context: dict
+    inputs: EncoderInputs
     targets: torch.Tensor
 
     def to(self, device: torch.device) -> TranslationBatch:
-        context = {k: v.to(device) for k, v in self.context.items()}
-        return TranslationBatch(
-            self.tokens.to(device), self.pad_mask.to(device), context, self.targets.to(device)
-        )
-
-
-def right_branching(words: Sequence[str], label: str = "X") -> Tree:
-    """The right-branching binary tree over ``words``, every node labeled ``label``."""
-    tree: Tree | str = words[-1]
-    for word in reversed(words[:-1]):
-        tree = Tree(label, [word, tree])
-    return tree if isinstance(tree, Tree) else Tree(label, [tree])
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("TREEATTN_CACHE") or Path.home() / ".cache" / "treeattn")
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def parser_identity(path: str | None) -> dict[str, str]:
-    """The parser a model's trees come from: its path as configured and its SHA-256."""
-    from treeattn.parsing.parser import DEFAULT_MODEL
-
-    resolved = Path(path) if path is not None else DEFAULT_MODEL
-    if not resolved.is_file():
-        raise FileNotFoundError(f"no parser model at {resolved}")
-    return {"path": str(path or "shipped"), "sha256": file_sha256(resolved)}
-
-
-def parsed_trees(
-    sentences: Sequence[Sequence[str]],
-    parser: str | None,
-    identity: dict[str, str],
-    where: str,
-    progress: bool = True,
-) -> list[Tree]:
-    """The parser's tree of every sentence (PTB words), read from the cache when these
-    words were parsed by this parser (``identity``: ``parser_identity(parser)``) before,
-    else parsed and cached."""
-    text = "\n".join(" ".join(words) for words in sentences)
-    key = hashlib.sha256(f"{identity['sha256']}\n{text}".encode()).hexdigest()[:24]
-    path = cache_dir() / "trees" / f"{key}.txt"
-    if path.is_file():
-        lines = read_utf8(path).split("\n")[: len(sentences)]
-        trees = [parse_treebank_line(line, str(path), k + 1) for k, line in enumerate(lines)]
-        if len(trees) == len(sentences):
-            for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
-                tree.check_leaves(words, str(path), k + 1)
-            return trees
-    from treeattn.parsing import Parser
-
-    parsed = Parser.load(parser).parse(
-        [" ".join(w) for w in sentences], tokenized=True, progress=progress, where=where
-    )
-    trees = [p.tree for p in parsed]
-    if any(tree is None for tree in trees):
-        raise ValueError(
-            f"{identity['path']}: a dependency-only parser gives no constituency trees"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
-    os.replace(partial, path)
-    return trees
-
-
-def read_tree_file(path: str, sentences: Sequence[Sequence[str]], split_lines: int) -> list[Tree]:
-    """One bracketed tree a line, one line per line of the split (``split_lines``), whose
-    leaves are the words of the matching sentence; the first ``len(sentences)`` trees
-    (fewer than the split's lines under ``data.train_fraction``)."""
-    lines = read_utf8(path).split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) != split_lines:
-        raise FormatError(
-            f"{len(lines)} trees for {split_lines} sentences",
-            path,
-            min(len(lines), split_lines) + 1,
-        )
-    lines = lines[: len(sentences)]
-    trees = []
-    for number, (line, words) in enumerate(zip(lines, sentences, strict=True), start=1):
-        tree = parse_treebank_line(line, path, number)
-        tree.check_leaves(words, path, number)
-        trees.append(tree)
-    return trees
+        return TranslationBatch(self.inputs.to(device), self.targets.to(device))
 
 
 class TranslationSet:
-    """Source pieces and, per encoder, trees and node labels or gap distances; target ids
-    and the references, encoded once."""
+    """The sources as the encoder reads them (pieces, and trees or gap distances where it
+    reads them), the target ids and the references, encoded once."""
 
     def __init__(self, task: TranslateTask, pairs: Sequence[Pair], where: str) -> None:
         m = task.cfg.model
+        self.inputs = input_encoder(m, task.node_vocab)
         self.references = [p.target for p in pairs]
-        self.ids: list[torch.Tensor] = []
+        self.sources = []
         self.targets: list[torch.Tensor] = []
-        self.trees: list[TreeArrays] = []
-        self.node_ids: list[torch.Tensor] = []
-        self.gaps: list[torch.Tensor] = []
         self.lengths: list[int] = []
         for pair in pairs:
-            at = f"{where}:{pair.line}"
-            pieces = [task.pieces(word) for word in pair.words]
-            flat = [piece for word in pieces for piece in word]
+            flat = [piece for word in pair.words for piece in task.pieces(word)]
             if len(flat) > m.max_length:
                 raise FormatError(
                     f"{len(flat)} source pieces, more than model.max_length={m.max_length}; "
@@ -238,7 +142,12 @@ class TranslationSet:
                     where,
                     pair.line,
                 )
-            self.ids.append(torch.tensor(task.source_subwords.piece_ids(flat), dtype=torch.long))
+            ids = task.source_subwords.piece_ids(flat)
+            self.sources.append(
+                self.inputs.sentence(
+                    ids, pair.tree, pair.words, f"{where}:{pair.line}", task.pieces
+                )
+            )
             target = [BOS, *task.target_subwords.encode(pair.target), EOS]
             if len(target) - 1 > m.max_length:
                 raise FormatError(
@@ -248,32 +157,21 @@ class TranslationSet:
                     pair.line,
                 )
             self.targets.append(torch.tensor(target, dtype=torch.long))
-            if uses_trees(m):
-                lnr, arrays = encode_tree(task.piece_tree(pair.tree), flat, where=at)
-                self.trees.append(arrays)
-                labels = task.node_vocab.encode(lnr.labels)
-                self.node_ids.append(torch.tensor(labels, dtype=torch.long))
-                check_depth(m, arrays, at)
-            elif uses_distances(m):
-                gaps = gap_distances([pair.tree], [[len(p) for p in pieces]])
-                self.gaps.append(torch.tensor(gaps, dtype=torch.long))
             # Batches are cut by pieces alone, phrase nodes not counted, so that every
             # encoder trains on the same batches of sentences.
             self.lengths.append(max(len(flat), len(target) - 1))
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.sources)
+
+    def source_sizes(self) -> list[int]:
+        """Each source's number of pieces."""
+        return [len(item.ids) for item in self.sources]
 
     def batch(self, indices: Sequence[int]) -> TranslationBatch:
-        tokens, pad_mask = pad_ids([self.ids[i] for i in indices], PAD)
+        inputs = self.inputs.batch([self.sources[i] for i in indices], PAD)
         targets, _ = pad_ids([self.targets[i] for i in indices], PAD)
-        context: dict = {}
-        if self.trees:
-            context["trees"] = collate_trees([self.trees[i] for i in indices])
-            context["node_labels"] = pad_ids([self.node_ids[i] for i in indices], PAD)[0]
-        if self.gaps:
-            context[GAPS] = pad_ids([self.gaps[i] for i in indices])[0]
-        return TranslationBatch(tokens, pad_mask, context, targets)
+        return TranslationBatch(inputs, targets)
 
 
 class TranslateTask(Task):
@@ -290,10 +188,11 @@ class TranslateTask(Task):
         self.source_subwords: Subwords | None = None
         self.target_subwords: Subwords | None = None
         self.node_vocab: Vocab | None = None
-        # Where a trained model's source trees came from: {"source": "parser", "path",
-        # "sha256"}, {"source": "files"} or {"source": "right-branching"}; None before fit.
+        # Where a trained model's source trees came from (``TreeSource.record``: its kind,
+        # and for a parser its path and SHA-256); None before fit.
         self.trees: dict[str, str] | None = None
-        self._parsed_with: dict[str, str] | None = None  # the parser the splits were read by
+        d = cfg.data
+        self.tree_source = TreeSource(FILES if d.tree_files else d.trees, d.parser)
         self._pieces: dict[str, list[str]] = {}
 
     @classmethod
@@ -324,9 +223,9 @@ class TranslateTask(Task):
         if m.decoder_layers is not None:
             positive["model.decoder_layers"] = m.decoder_layers
         check_positive(positive, where)
-        check_encoder(m, where)
-        if m.attention == "tree-lstm":
-            raise ValueError(f"{where}: model.attention=tree-lstm has no translation decoder")
+        entry = check_encoder(m, where)
+        if entry.module.cross_attends is None:
+            raise ValueError(f"{where}: model.attention={m.attention} has no translation decoder")
 
     @property
     def title(self) -> str:
@@ -334,8 +233,8 @@ class TranslateTask(Task):
         return f"{self.cfg.model.attention}, {d.source}->{d.target}"
 
     @property
-    def _reads_trees(self) -> bool:
-        return uses_trees(self.cfg.model) or uses_distances(self.cfg.model)
+    def _entry(self) -> EncoderEntry:
+        return encoder_entry(self.cfg.model.attention)
 
     # -- splits and data ----------------------------------------------------------------
 
@@ -377,7 +276,6 @@ class TranslateTask(Task):
         ], where
 
     def words(self, line: str, where: str, number: int) -> list[str]:
-
         words = tokenize(line)
         if not words:
             raise FormatError("empty sentence", where, number)
@@ -387,40 +285,12 @@ class TranslateTask(Task):
         self, sentences: list[list[str]], where: str, given: list[Tree] | None
     ) -> list[Tree | None]:
         """The source trees an encoder that reads trees needs (None for the others):
-        ``given``, or the configured ones."""
-        if not self._reads_trees:
+        ``given``, or the tree source's."""
+        if not self._entry.needs_trees:
             return [None] * len(sentences)
         if given is not None:
             return given
-        source = self._tree_source
-        if source == "right-branching":
-            return [right_branching(words) for words in sentences]
-        if source == "files":  # every split of such a run, or none, has its tree file
-            raise ValueError(
-                f"{where}: this model reads its trees from files (data.tree_files) and none "
-                "is given for these sentences (data.tree_files.SPLIT, or translate --trees)"
-            )
-        found = parser_identity(self.cfg.data.parser)
-        if self.trees is None:  # training: the parser that load_state_dict must match
-            self._parsed_with = found
-        elif found["sha256"] != self.trees["sha256"]:  # a trained model: its parser only
-            raise ValueError(
-                f"the model was trained on trees of the parser {self.trees['path']} "
-                f"(sha256 {self.trees['sha256'][:12]}), but {found['path']} is another "
-                f"(sha256 {found['sha256'][:12]}): pass that parser's trees (--trees)"
-            )
-        return parsed_trees(sentences, self.cfg.data.parser, found, where)
-
-    @property
-    def _tree_source(self) -> str:
-        """Where the source trees come from: the trained model's record, or before
-        ``fit`` the config's."""
-        return self._configured_tree_source if self.trees is None else self.trees["source"]
-
-    @property
-    def _configured_tree_source(self) -> str:
-        """``files``, ``parser`` or ``right-branching``, as the config says."""
-        return "files" if self.cfg.data.tree_files else self.cfg.data.trees
+        return self.tree_source.trees(sentences, where)
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
         d = self.cfg.data
@@ -431,14 +301,11 @@ class TranslateTask(Task):
             (p.target for p in train_examples), d.target_vocab_size, self.cfg.seed
         )
         self._pieces = {}
-        self.trees = None
-        if self._reads_trees:
-            source = self._configured_tree_source
-            identity = parser_identity(d.parser) if source == "parser" else {}
-            self.trees = {"source": source, **identity}
-        if uses_trees(self.cfg.model):
+        self.trees = self.tree_source.record() if self._entry.needs_trees else None
+        if self._entry.reads_trees:
+            inputs = input_encoder(self.cfg.model)
             self.node_vocab = Vocab.build(
-                encode_tree(self.piece_tree(p.tree))[0].labels for p in train_examples
+                inputs.node_labels(p.tree, self.pieces) for p in train_examples
             )
 
     def pieces(self, word: str) -> list[str]:
@@ -446,10 +313,6 @@ class TranslateTask(Task):
         if word not in self._pieces:
             self._pieces[word] = self.source_subwords.word_pieces(word)
         return self._pieces[word]
-
-    def piece_tree(self, tree: Tree) -> Tree:
-        """The source tree with each word's pieces in a subtree under it."""
-        return split_subwords(tree, self.pieces, SUBWORD_NODE)
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {
@@ -466,11 +329,11 @@ class TranslateTask(Task):
         self.source_subwords = Subwords(bytes(state["source_subwords"]))
         self.target_subwords = Subwords(bytes(state["target_subwords"]))
         self._pieces = {}
-        if uses_trees(self.cfg.model):
+        if self._entry.reads_trees:
             self.node_vocab = Vocab(state["node_vocab"])
         self.trees = state.get("trees")
-        read_by, trained_on = self._parsed_with, self.trees
-        parsed = trained_on is not None and trained_on["source"] == "parser"
+        read_by, trained_on = self.tree_source.parsed_with, self.trees
+        parsed = trained_on is not None and trained_on["source"] == PARSER
         if read_by is not None and parsed and read_by["sha256"] != trained_on["sha256"]:
             # A resumed run whose parser changed would go on training on other trees.
             raise ValueError(
@@ -478,6 +341,8 @@ class TranslateTask(Task):
                 f"{trained_on['sha256'][:12]}), but its splits were parsed by "
                 f"{read_by['path']} (sha256 {read_by['sha256'][:12]})"
             )
+        if trained_on is not None:
+            self.tree_source = TreeSource.trained(trained_on, self.cfg.data.parser)
 
     def encode(self, examples: Sequence[Pair], where: str) -> TranslationSet:
         return TranslationSet(self, examples, where)
@@ -486,12 +351,10 @@ class TranslateTask(Task):
 
     def build_model(self) -> nn.Module:
         m = self.cfg.model
-        source_size = len(self.source_subwords)
-        if uses_trees(m):
-            encoder = build_tree_encoder(m, source_size, len(self.node_vocab))
-            tree_options = encoder.accumulation_options
-        else:
-            encoder, tree_options = build_encoder(m, source_size), None
+        node_vocab_size = len(self.node_vocab) if self.node_vocab is not None else 0
+        encoder = build_encoder(m, len(self.source_subwords), node_vocab_size)
+        # The decoder reads what the encoder says it cross-attends to.
+        tree = encoder.cross_attends == "tree"
         decoder = TransformerDecoder(
             len(self.target_subwords),
             d_model=m.d_model,
@@ -501,14 +364,14 @@ class TranslateTask(Task):
             dropout=m.dropout,
             attention_dropout=m.attention_dropout,
             max_length=m.max_length,
-            tree=uses_trees(m),
-            tree_options=tree_options,
+            tree=tree,
+            tree_options=encoder.accumulation_options if tree else None,
         )
         return Translator(encoder, decoder)
 
     def loss(self, model: nn.Module, batch: TranslationBatch) -> torch.Tensor:
         """Label-smoothed cross-entropy of the next word, averaged over target words."""
-        logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+        logits = model(batch.inputs, batch.targets[:, :-1])
         return F.cross_entropy(
             logits.flatten(0, 1),
             batch.targets[:, 1:].flatten(),
@@ -530,7 +393,7 @@ class TranslateTask(Task):
         d = self.cfg.data
         beam = beam_size or d.beam_size
         outputs: list[str] = [""] * len(data)
-        sizes = [len(ids) for ids in data.ids]
+        sizes = data.source_sizes()
         batches = bucket_batches(sizes, self.cfg.train.eval_max_tokens // beam, shuffle=False)
         bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
         with evaluating(model), bar:
@@ -539,9 +402,7 @@ class TranslateTask(Task):
                 sources = torch.tensor([sizes[i] for i in indices], device=device)
                 longest = (1.5 * sources).ceil().long().add(10).clamp(max=self.cfg.model.max_length)
                 found = model.translate(
-                    batch.tokens,
-                    batch.pad_mask,
-                    batch.context,
+                    batch.inputs,
                     BOS,
                     EOS,
                     longest,
@@ -560,7 +421,7 @@ class TranslateTask(Task):
         with evaluating(model):
             for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
                 batch = data.batch(indices).to(device)
-                logits = model(batch.tokens, batch.pad_mask, batch.context, batch.targets[:, :-1])
+                logits = model(batch.inputs, batch.targets[:, :-1])
                 gold = batch.targets[:, 1:].flatten()
                 total += F.cross_entropy(
                     logits.flatten(0, 1), gold, ignore_index=PAD, reduction="sum"

@@ -139,3 +139,36 @@ def tree_from_distances(
         right_part = built.pop(right[gap]) if right[gap] >= 0 else leaf(gap + 1)
         built[gap] = Tree(label, [left_part, right_part])
     return built[root]
+
+
+# Joins the gaps of consecutive sentences read as one sequence: wider than any tree.
+SENTENCE_BREAK = 999
+
+
+def gap_distances(
+    trees: Sequence[Tree], pieces: Sequence[Sequence[int]] | None = None
+) -> list[int]:
+    """The distances between adjacent tokens of ``trees`` read as one sequence.
+
+    ``pieces[s][w]`` is how many subword tokens word w of sentence s became (default: one
+    each); the gaps inside a word are 0 before the shift by 1, and consecutive sentences
+    are joined by ``SENTENCE_BREAK``.
+    """
+    if pieces is not None and len(pieces) != len(trees):
+        raise ValueError(f"{len(trees)} trees but piece counts for {len(pieces)} sentences")
+    gaps: list[int] = []
+    for s, tree in enumerate(trees):
+        words = syntactic_distances(tree)
+        counts = [1] * (len(words) + 1) if pieces is None else list(pieces[s])
+        if len(counts) != len(words) + 1 or min(counts) < 1:
+            raise ValueError(
+                f"sentence {s + 1}: {len(words) + 1} words need as many piece counts of at "
+                f"least 1, got {counts}"
+            )
+        if s:
+            gaps.append(SENTENCE_BREAK)
+        for w, count in enumerate(counts):
+            gaps.extend([1] * (count - 1))  # inside the word: 0, shifted
+            if w < len(words):
+                gaps.append(words[w] + 1)
+    return gaps

@@ -1,0 +1,171 @@
+"""Trees for sentences, found in one place: a parser (its trees cached by the parser's
+hash), the right-branching control, or trees given in a file. Every task and command that
+needs the trees of raw sentences asks a ``TreeSource``; none parses on its own. (Data sets
+with trees of their own, SST or ListOps, hand them over with their sentences.)
+
+A trained model records where its trees came from (``TreeSource.record``); a source made
+from that record (``TreeSource.trained``) refuses a parser other than the one the model
+was trained with, since its trees would not be the trees the model learned from.
+
+>>> source = TreeSource(RIGHT_BRANCHING)
+>>> source.trees([["Dogs", "bark", "."]], "input")[0].to_brackets()
+'(X Dogs (X bark .))'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from treeattn.errors import FormatError, read_utf8
+from treeattn.parsing.parser import DEFAULT_MODEL, Parser
+from treeattn.trees import Tree
+from treeattn.trees.treebank import parse_treebank_line
+
+PARSER, RIGHT_BRANCHING, FILES = "parser", "right-branching", "files"
+KINDS = (PARSER, RIGHT_BRANCHING, FILES)
+
+
+def right_branching(words: Sequence[str], label: str = "X") -> Tree:
+    """The right-branching binary tree over ``words``, every node labeled ``label``."""
+    tree: Tree | str = words[-1]
+    for word in reversed(words[:-1]):
+        tree = Tree(label, [word, tree])
+    return tree if isinstance(tree, Tree) else Tree(label, [tree])
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("TREEATTN_CACHE") or Path.home() / ".cache" / "treeattn")
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parser_identity(path: str | None) -> dict[str, str]:
+    """The parser a model's trees come from: its path as configured and its SHA-256."""
+    resolved = Path(path) if path is not None else DEFAULT_MODEL
+    if not resolved.is_file():
+        raise FileNotFoundError(f"no parser model at {resolved}")
+    return {"path": str(path or "shipped"), "sha256": file_sha256(resolved)}
+
+
+def read_tree_file(path: str, sentences: Sequence[Sequence[str]], split_lines: int) -> list[Tree]:
+    """One bracketed tree a line, one line per line of the split (``split_lines``), whose
+    leaves are the words of the matching sentence; the first ``len(sentences)`` trees
+    (fewer than the split's lines when only the first part of a split is read)."""
+    lines = read_utf8(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != split_lines:
+        raise FormatError(
+            f"{len(lines)} trees for {split_lines} sentences",
+            path,
+            min(len(lines), split_lines) + 1,
+        )
+    lines = lines[: len(sentences)]
+    trees = []
+    for number, (line, words) in enumerate(zip(lines, sentences, strict=True), start=1):
+        tree = parse_treebank_line(line, path, number)
+        tree.check_leaves(words, path, number)
+        trees.append(tree)
+    return trees
+
+
+class TreeSource:
+    """Where the trees of sentences come from: ``parser`` (the parser file ``parser``,
+    default the one shipped with treeattn; with ``cache``, each set of sentences is parsed
+    once and kept under ``$TREEATTN_CACHE``), ``right-branching``, or ``files`` (the trees
+    come with the sentences, e.g. ``data.tree_files``; asked for others, it is an error).
+
+    ``trained_on`` is the record of the model the trees are for: a parser with another
+    hash is refused.
+    """
+
+    def __init__(
+        self,
+        kind: str = PARSER,
+        parser: str | None = None,
+        cache: bool = True,
+        trained_on: dict[str, str] | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown tree source {kind!r}; choose {', '.join(KINDS)}")
+        self.kind, self.parser, self.cache, self.trained_on = kind, parser, cache, trained_on
+        # The parser that gave trees so far (its identity), for the checks of a resumed run.
+        self.parsed_with: dict[str, str] | None = None
+
+    @classmethod
+    def trained(cls, record: dict[str, str], parser: str | None = None) -> TreeSource:
+        """The source of a trained model's trees, from its ``record``; ``parser`` names
+        the file where the model's parser lies now."""
+        return cls(record["source"], parser, trained_on=record)
+
+    def record(self) -> dict[str, str]:
+        """What a checkpoint keeps of this source: its kind and, for a parser, its path as
+        configured and its SHA-256."""
+        identity = parser_identity(self.parser) if self.kind == PARSER else {}
+        return {"source": self.kind, **identity}
+
+    def trees(
+        self, sentences: Sequence[Sequence[str]], where: str, progress: bool = True
+    ) -> list[Tree]:
+        """The tree of every sentence (its words as the leaves); ``where`` names the
+        sentences in errors."""
+        if self.kind == RIGHT_BRANCHING:
+            return [right_branching(words) for words in sentences]
+        if self.kind == FILES:
+            raise ValueError(
+                f"{where}: this model reads its trees from files (data.tree_files) and none "
+                "is given for these sentences (data.tree_files.SPLIT, or translate --trees)"
+            )
+        identity = parser_identity(self.parser)
+        trained = self.trained_on
+        if trained is not None and identity["sha256"] != trained["sha256"]:
+            raise ValueError(
+                f"the model was trained on trees of the parser {trained['path']} "
+                f"(sha256 {trained['sha256'][:12]}), but {identity['path']} is another "
+                f"(sha256 {identity['sha256'][:12]}): pass that parser's trees (--trees)"
+            )
+        self.parsed_with = identity
+        return self._parsed(sentences, identity, where, progress)
+
+    def _parsed(
+        self,
+        sentences: Sequence[Sequence[str]],
+        identity: dict[str, str],
+        where: str,
+        progress: bool,
+    ) -> list[Tree]:
+        """The parser's trees, from the cache when these words were parsed by this parser
+        before, else parsed (and cached)."""
+        text = "\n".join(" ".join(words) for words in sentences)
+        key = hashlib.sha256(f"{identity['sha256']}\n{text}".encode()).hexdigest()[:24]
+        path = cache_dir() / "trees" / f"{key}.txt"
+        if self.cache and path.is_file():
+            lines = read_utf8(path).split("\n")[: len(sentences)]
+            trees = [parse_treebank_line(line, str(path), k + 1) for k, line in enumerate(lines)]
+            if len(trees) == len(sentences):
+                for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
+                    tree.check_leaves(words, str(path), k + 1)
+                return trees
+        parsed = Parser.load(self.parser).parse(
+            [" ".join(w) for w in sentences], tokenized=True, progress=progress, where=where
+        )
+        trees = [p.tree for p in parsed]
+        if any(tree is None for tree in trees):
+            raise ValueError(
+                f"{identity['path']}: a dependency-only parser gives no constituency trees"
+            )
+        if self.cache:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(path.name + ".partial")
+            partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
+            os.replace(partial, path)
+        return trees
