@@ -85,7 +85,7 @@ def train_step(task, model, optimizer, batch):
 
 
 def tokens_of(batch) -> int:
-    return int((batch.tokens != PAD).sum() + (batch.targets[:, 1:] != PAD).sum())
+    return int((batch.inputs.tokens != PAD).sum() + (batch.targets[:, 1:] != PAD).sum())
 
 
 def run(args: argparse.Namespace, device: torch.device) -> list[dict]:

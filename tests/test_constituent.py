@@ -30,6 +30,7 @@ from treeattn.attention.constituent import (
 from treeattn.data.ptb import load_ptb_sample
 from treeattn.metrics.unsupervised import REMOVED_TAGS
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.models.inputs import EncoderInputs
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.tasks.mlm import IGNORE, Masking, mask_tokens
 from treeattn.trees import Tree
@@ -348,7 +349,7 @@ def test_masked_lm_scores_only_the_chosen_positions_and_matches_all_positions():
     pad_mask[1, 5:] = True
     chosen = torch.rand(3, 7) < 0.4
     chosen &= ~pad_mask
-    every = model(tokens, pad_mask)
-    some = model(tokens, pad_mask, predict=chosen)
+    every = model(EncoderInputs(tokens, pad_mask))
+    some = model(EncoderInputs(tokens, pad_mask), predict=chosen)
     assert every.shape == (3, 7, 50) and some.shape == (int(chosen.sum()), 50)
     assert_close(some, every[chosen])

@@ -16,10 +16,19 @@ from tests.test_engine import tiny_config
 from tests.test_translate import prefixes, tiny, tree_cache  # noqa: F401  (fixtures)
 from treeattn.attention.registry import Reads
 from treeattn.models.inputs import EncoderInputs, InputEncoder
-from treeattn.models.registry import encoder_entry, encoder_names, register_encoder
+from treeattn.models.registry import _ENCODERS, encoder_entry, encoder_names, register_encoder
 from treeattn.tasks import load_config
 from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
+
+
+@pytest.fixture(autouse=True)
+def toy():
+    """The toy mechanism, registered for one test only: the demo and other tests train
+    every registered mechanism."""
+    toy_mechanism.register()
+    yield toy_mechanism
+    _ENCODERS.pop(toy_mechanism.NAME)
 
 
 def test_each_mechanism_declares_what_it_reads_and_its_options():

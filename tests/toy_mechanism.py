@@ -54,14 +54,18 @@ def build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> AncestorMe
     return AncestorMeanEncoder(vocab_size, node_vocab_size, m.d_model, **m.attention_options)
 
 
-register_encoder(
-    EncoderEntry(
-        NAME,
-        AncestorMeanEncoder,
-        frozenset({Reads.TREES}),
-        options_dataclass(NAME, AncestorMeanEncoder),
-        build,
-        output=TOKENS,
-        has_attention=False,
-    )
+ENTRY = EncoderEntry(
+    NAME,
+    AncestorMeanEncoder,
+    frozenset({Reads.TREES}),
+    options_dataclass(NAME, AncestorMeanEncoder),
+    build,
+    output=TOKENS,
+    has_attention=False,
 )
+
+
+def register() -> EncoderEntry:
+    """Make the mechanism available as ``model.attention: ancestor-mean`` (a package would
+    call ``register_encoder`` when its module is imported, as treeattn's own do)."""
+    return register_encoder(ENTRY)

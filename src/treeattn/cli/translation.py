@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from treeattn.cli.arguments import positive
-from treeattn.cli.io import read_lines, run_on_lines
+from treeattn.cli.io import run_on_lines
 from treeattn.cli.status import OK
 
 
@@ -50,10 +50,9 @@ def translate_lines(
     took once the model was loaded (parsing the input included)."""
     import time
 
-    from treeattn.errors import FormatError
+    from treeattn.parsing.tree_source import read_aligned_trees
     from treeattn.tasks.trained import load_trained
     from treeattn.tasks.translate import TranslateTask
-    from treeattn.trees.treebank import parse_treebank_line
 
     trained = load_trained(model)
     task = trained.task
@@ -61,16 +60,7 @@ def translate_lines(
         raise ValueError(f"{model}: a {trained.cfg.task} model, not a translation model")
     started = time.perf_counter()
     numbers = [k for k, line in enumerate(lines, start=1) if line.strip()]
-    trees = None
-    if trees_file is not None:
-        tree_lines, _ = read_lines(trees_file, blank_lines=True)
-        if len(tree_lines) != len(lines):
-            raise FormatError(
-                f"{len(tree_lines)} lines of trees for {len(lines)} input lines",
-                trees_file,
-                min(len(tree_lines), len(lines)) + 1,
-            )
-        trees = [parse_treebank_line(tree_lines[k - 1], trees_file, k) for k in numbers]
+    trees = None if trees_file is None else read_aligned_trees(trees_file, len(lines), numbers)
     outputs = [""] * len(lines)
     if not numbers:
         return outputs, time.perf_counter() - started

@@ -56,26 +56,39 @@ def parser_identity(path: str | None) -> dict[str, str]:
     return {"path": str(path or "shipped"), "sha256": file_sha256(resolved)}
 
 
+def _tree_lines(path: str, expected: int, lines_are: str, expected_are: str) -> list[str]:
+    """The lines of a file of trees, one per line of the input (``expected`` lines); the
+    two names say what its lines and the input's are, for the error."""
+    lines = read_utf8(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != expected:
+        raise FormatError(
+            f"{len(lines)} {lines_are} for {expected} {expected_are}",
+            path,
+            min(len(lines), expected) + 1,
+        )
+    return lines
+
+
 def read_tree_file(path: str, sentences: Sequence[Sequence[str]], split_lines: int) -> list[Tree]:
     """One bracketed tree a line, one line per line of the split (``split_lines``), whose
     leaves are the words of the matching sentence; the first ``len(sentences)`` trees
     (fewer than the split's lines when only the first part of a split is read)."""
-    lines = read_utf8(path).split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) != split_lines:
-        raise FormatError(
-            f"{len(lines)} trees for {split_lines} sentences",
-            path,
-            min(len(lines), split_lines) + 1,
-        )
-    lines = lines[: len(sentences)]
+    lines = _tree_lines(path, split_lines, "trees", "sentences")[: len(sentences)]
     trees = []
     for number, (line, words) in enumerate(zip(lines, sentences, strict=True), start=1):
         tree = parse_treebank_line(line, path, number)
         tree.check_leaves(words, path, number)
         trees.append(tree)
     return trees
+
+
+def read_aligned_trees(path: str, n_lines: int, numbers: Sequence[int]) -> list[Tree]:
+    """The trees at line ``numbers`` of a file that has one line per input line (``n_lines``
+    of them; blank where the input line is blank)."""
+    lines = _tree_lines(path, n_lines, "lines of trees", "input lines")
+    return [parse_treebank_line(lines[k - 1], path, k) for k in numbers]
 
 
 class TreeSource:
