@@ -43,7 +43,7 @@ def test_configs_name_their_task_and_old_ones_are_read_as_before():
     assert load_config(ROOT / "configs" / "sst5-vanilla.yaml").task == "classify"
     assert load_config(None).task == "classify"  # the ListOps default
     named = load_config(None, ["task=mlm", "data.name=text"])
-    assert named.task == "mlm" and not hasattr(named.data, "phrase_level")
+    assert named.task == "mlm" and "phrase_level" not in named.to_dict()["data"]
     # A config written before tasks had names holds every key of the shared data section.
     old = load_config(None, ["data.name=text", "data.train_size=6000", "model.pooling=auto"])
     assert old.task == "mlm"
@@ -61,7 +61,16 @@ def test_configs_name_their_task_and_old_ones_are_read_as_before():
         (["task=mlm", "data.name=sst5"], "data.name='sst5'; masked language modelling reads text"),
         (["task=classify", "data.name=text"], "data.name='text' is not a classification data set"),
         (["data.name=labeled", "data.paths.train=a.txt"], "data.paths.dev is missing"),
-        (["data.phrase_level=true"], "data.phrase_level needs phrase labels"),
+        (
+            ["data.phrase_level=true"],
+            "data.phrase_level is not a setting of listops (but of sst5, sst2)",
+        ),
+        (
+            ["data.name=sst5", "data.train_size=200"],
+            "data.train_size is not a setting of sst5 (but of listops); its settings: name, "
+            "min_count, lowercase, root, phrase_level",
+        ),
+        (["data.paths.train=a.txt"], "data.paths is not a setting of listops (but of labeled)"),
         (["model.attention=nope"], "model.attention='nope' is not known"),
         (["model.pooling=root"], "model.pooling='root' does not fit vanilla"),
         (
@@ -274,7 +283,8 @@ def test_a_labeled_sentence_file_trains_and_predicts(tmp_path, capsys):
     tree = "(pos (NP (DT the) (NN film)) (VP (VBD was) (JJ good)))"
     trees = _write(tmp_path / "test.txt", [tree] * 3)
     paths = [f"data.paths.train={train_file}", f"data.paths.dev={dev_file}"]
-    settings = [*TINY, "data.name=labeled", *paths, f"data.paths.test={trees}"]
+    model_and_training = [option for option in TINY if not option.startswith("data.")]
+    settings = [*model_and_training, "data.name=labeled", *paths, f"data.paths.test={trees}"]
     settings += ["train.epochs=30", "model.dropout=0.0", "train.lr=5e-3", f"out_dir={tmp_path}/r"]
     results = train(load_config(None, settings))
     assert results["test_accuracy"] == 100.0 and "dev_accuracy" in results

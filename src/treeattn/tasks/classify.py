@@ -4,18 +4,17 @@ encoder (an attention mechanism in the Transformer, or a tree encoder)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from treeattn.data.batching import bucket_batches
-from treeattn.data.listops import OPERATORS, check_operators, parse_expression
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
-from treeattn.engine.config import Config, check_positive
+from treeattn.engine.config import Config, make_config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.classification import accuracy
@@ -28,46 +27,26 @@ from treeattn.models.registry import (
     encoder_entry,
 )
 from treeattn.parsing.tree_source import PARSER, TreeSource
-from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
-from treeattn.tasks.sentences import (
-    CLASSES,
-    LABELED,
-    SPLITS,
-    LabeledSentence,
-    lowercased,
+from treeattn.tasks.datasets import (
+    DataSet,
+    ListOpsSettings,
+    dataset_class,
+    open_dataset,
     read_examples,
-    unlabeled_tree,
+    settings_class,
 )
-from treeattn.trees import Tree, binarize, collapse_unary
-from treeattn.trees.treebank import parse_treebank_line
+from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
+from treeattn.tasks.sentences import LabeledSentence, lowercased
+from treeattn.trees import Tree
 
 MLM_KEYS = ("mask_rate", "mask_split")  # of the data section all sentence tasks once shared
-
-
-@dataclass
-class ClassifyData:
-    """``name``: ``listops`` (generated, no files), ``sst5`` or ``sst2``, or ``labeled``:
-    sentence files named by ``paths`` (split name -> file; ``train`` and ``dev`` needed,
-    every split but ``train`` scored at the end), one ``LABEL<TAB>sentence`` per line or
-    one bracketed tree per line whose root label is the class."""
-
-    name: str = "listops"
-    root: str | None = None  # data folder; default from TREEATTN_DATA
-    paths: dict = field(default_factory=dict)
-    min_count: int = 1  # words seen fewer times in training become <unk>
-    lowercase: bool = False
-    # SST only: train on every labeled phrase (each node's words and label, Tai et al.
-    # 2015) besides the sentences; dev and test stay sentence-level.
-    phrase_level: bool = False
-    # ListOps generation
-    train_size: int = 6000
-    dev_size: int = 1000
-    test_size: int = 1000
-    max_depth: int = 3
-    max_args: int = 5
-    max_length: int = 80
-    # the operations drawn, e.g. [MAX, MIN, MED]; by default all four
-    operators: list = field(default_factory=lambda: list(OPERATORS))
+# The keys of the one data section that ListOps, SST and labeled files shared before each
+# data set had settings of its own, which every checkpoint of that time holds (later ones
+# also paths and operators).
+SHARED_DATA_KEYS = frozenset(
+    ("name", "root", "min_count", "lowercase", "phrase_level", "train_size", "dev_size")
+    + ("test_size", "max_depth", "max_args", "max_length")
+)
 
 
 @dataclass
@@ -81,7 +60,10 @@ class ClassifyTask(Task):
     """One label per sentence, chosen by accuracy on dev; predictions are class names."""
 
     name = "classify"
-    Data = ClassifyData
+    # The data sets read (their settings are the data section), the first by default:
+    # listops (generated), sst5 and sst2, or labeled: the sentence files of data.paths.
+    datasets: ClassVar[tuple[str, ...]] = ("listops", "sst5", "sst2", "labeled")
+    Data = ListOpsSettings  # the default data set's; ``data_section`` picks the one named
     Model = ClassifyModel
     headline = ("accuracy",)
 
@@ -90,8 +72,47 @@ class ClassifyTask(Task):
         self.parser_path: str | None = None  # parses raw input for models that read trees
         self.vocab: Vocab | None = None
         self.node_vocab: Vocab | None = None
-        data = cfg.data
-        self.classes = [str(k) for k in range(CLASSES[data.name])] if data.name in CLASSES else []
+        self.dataset: DataSet = open_dataset(cfg.data)
+        # Fixed by the data set, or (labeled files) the training labels, found by ``fit``.
+        self.classes = list(self.dataset.classes or ())
+
+    @classmethod
+    def config_from_dict(cls, raw: dict[str, Any], where: str = "config") -> Config:
+        """As every task's (``Task.config_from_dict``), with the data section read as the
+        settings of the data set it names."""
+        raw = dict(raw)
+        named = raw.pop("task", None)
+        if named is not None and named != cls.name:
+            raise ValueError(f"{where}: task {named!r} is not {cls.name!r}")
+        data, model = raw.pop("data", {}), raw.pop("model", {})
+        if named is None:
+            data, model = cls.legacy_sections(data, model)
+        settings, data = cls.data_section(data, where)
+        cfg = make_config(cls.name, settings, cls.Model, data, model, raw, where)
+        cls.check_config(cfg, where)
+        cfg.validate(where)
+        return cfg
+
+    @classmethod
+    def data_section(cls, data: Any, where: str) -> tuple[type, Any]:
+        """The settings dataclass of the data set ``data.name`` names (by default the first
+        of ``datasets``) and the section to fill it with; a key of another data set is an
+        error naming both. A section as checkpoints wrote it before (every shared key)
+        drops the keys of other data sets, which those runs did not read (at their defaults,
+        or ignored)."""
+        if not isinstance(data, dict):
+            return cls.Data, data  # None (the defaults) or an error, as any section
+        name = data.get("name", cls.datasets[0])
+        if name not in cls.datasets:
+            raise ValueError(
+                f"{where}: data.name={name!r} is not a classification data set; "
+                f"known: {', '.join(cls.datasets)} (masked language modelling: task: mlm)"
+            )
+        data = {**data, "name": name}
+        if SHARED_DATA_KEYS <= set(data):
+            own = {f.name for f in fields(dataset_class(name).Settings)}
+            data = {key: value for key, value in data.items() if key in own}
+        return settings_class(data, where), data
 
     @classmethod
     def legacy_sections(cls, data: Any, model: Any) -> tuple[Any, Any]:
@@ -103,36 +124,7 @@ class ClassifyTask(Task):
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
-        known = [*CLASSES, LABELED]
-        if d.name not in known:
-            raise ValueError(
-                f"{where}: data.name={d.name!r} is not a classification data set; "
-                f"known: {', '.join(known)} (masked language modelling: task: mlm)"
-            )
-        positive = {
-            "data.train_size": d.train_size,
-            "data.dev_size": d.dev_size,
-            "data.test_size": d.test_size,
-            "data.min_count": d.min_count,
-        }
-        check_positive(positive, where)
-        try:
-            check_operators(d.operators)
-        except ValueError as error:
-            raise ValueError(f"{where}: data.operators: {error}") from None
-        if d.phrase_level and d.name not in ("sst5", "sst2"):
-            raise ValueError(
-                f"{where}: data.phrase_level needs phrase labels, which {d.name} does not have"
-            )
-        if d.name == LABELED:
-            for split in ("train", "dev"):
-                if split not in d.paths:
-                    raise ValueError(f"{where}: data.paths.{split} is missing (a file)")
-            for split, path in d.paths.items():
-                if not isinstance(path, str):
-                    raise ValueError(f"{where}: data.paths.{split} must be a file name")
-        elif d.paths:
-            raise ValueError(f"{where}: data.paths is for data.name=labeled, not {d.name}")
+        dataset_class(d.name).check(d, where)
         entry = check_encoder(m, where)
         poolings = ("auto", "mean", "root") if entry.output == TREE else ("auto", "mean", "first")
         if m.pooling not in poolings:
@@ -152,13 +144,8 @@ class ClassifyTask(Task):
         return Selection("dev", "accuracy", higher_is_better=True)
 
     @property
-    def _data_splits(self) -> tuple[str, ...]:
-        data = self.cfg.data
-        return tuple(data.paths) if data.name == LABELED else SPLITS
-
-    @property
     def final_splits(self) -> tuple[str, ...]:
-        return tuple(s for s in self._data_splits if s != self.train_split)
+        return tuple(s for s in self.dataset.splits if s != self.train_split)
 
     @property
     def _whole_trees(self) -> bool:
@@ -166,7 +153,7 @@ class ClassifyTask(Task):
         return encoder_entry(self.cfg.model.attention).reads_trees
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
-        examples, where = read_examples(self.cfg.data, source, self._whole_trees, self._data_splits)
+        examples, where = read_examples(self.dataset, source, self._whole_trees)
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 
@@ -175,14 +162,14 @@ class ClassifyTask(Task):
         if self._whole_trees:
             inputs = input_encoder(self.cfg.model)
             self.node_vocab = Vocab.build(inputs.node_labels(_tree_of(ex)) for ex in train_examples)
-        if self.cfg.data.name == LABELED:
+        if self.dataset.classes is None:
             self.classes = _class_names(ex.label for ex in train_examples)
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {"vocab": self.vocab.tokens}
         if self.node_vocab is not None:
             state["node_vocab"] = self.node_vocab.tokens
-        if self.cfg.data.name == LABELED:
+        if self.dataset.classes is None:
             state["classes"] = list(self.classes)
         return state
 
@@ -192,7 +179,7 @@ class ClassifyTask(Task):
             if "node_vocab" not in state:
                 raise ValueError("a tree model's checkpoint without its node vocabulary")
             self.node_vocab = Vocab(state["node_vocab"])
-        if self.cfg.data.name == LABELED:
+        if self.dataset.classes is None:
             self.classes = list(state["classes"])
 
     def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
@@ -289,17 +276,16 @@ class ClassifyTask(Task):
         bracketed tree or words separated by spaces. A model that reads trees gets, for
         words, the trees of the parser (``parser_path``; default: the shipped model) as its
         training trees were prepared (``training_tree``)."""
-        m, name = self.cfg.model, self.cfg.data.name
+        m = self.cfg.model
         needs_tree = encoder_entry(m.attention).needs_trees
         trees: dict[int, Tree] = {}
         words: dict[int, list[str]] = {}
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 raise FormatError("empty line", where, number, 1)
-            if name == "listops":
-                trees[number] = parse_expression(line.split(), where, number)
-            elif line.lstrip().startswith("("):
-                trees[number] = self.training_tree(parse_treebank_line(line, where, number))
+            tree = self.dataset.input_tree(line, where, number)
+            if tree is not None:
+                trees[number] = self.training_tree(tree)
             else:
                 words[number] = line.split()
         if words and needs_tree:
@@ -321,15 +307,9 @@ class ClassifyTask(Task):
         return examples
 
     def training_tree(self, tree: Tree) -> Tree:
-        """A tree read or parsed at prediction time, made like the training trees: for SST,
-        unary chains collapsed (a phrase over one word too), binarized and every label
-        ``X``, as SST's binary trees with their sentiment labels hidden; for a labeled file,
-        the root (the class there) relabeled ``X``."""
-        if self.cfg.data.name in ("sst5", "sst2"):
-            return unlabeled_tree(binarize(collapse_unary(tree, collapse_pos=True)))
-        if self.cfg.data.name == LABELED and self._whole_trees:
-            return Tree("X", tree.children)
-        return tree
+        """A tree read or parsed at prediction time, made like the training trees
+        (``DataSet.training_tree``)."""
+        return self.dataset.training_tree(tree, self._whole_trees)
 
     def predict(
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""

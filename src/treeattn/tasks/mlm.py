@@ -7,28 +7,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from treeattn.data.batching import bucket_batches
-from treeattn.data.text import START, check_corpora
+from treeattn.data.text import START
 from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.models.registry import EncoderConfig, build_encoder, check_encoder
+from treeattn.tasks.datasets import TextSettings, dataset_class, open_dataset, read_examples
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
-from treeattn.tasks.sentences import (
-    SPLITS,
-    TEXT,
-    LabeledSentence,
-    lines_to_sentences,
-    read_examples,
-    read_text,
-)
+from treeattn.tasks.sentences import TEXT, LabeledSentence, lines_to_sentences, read_text
 
 IGNORE = -100  # target of a position that is not predicted (cross_entropy's default)
 FIRST_WORD_ID = 3  # ids below are padding, unknown and mask: never drawn as random words
@@ -97,19 +91,9 @@ def masked_lm_loss(
 
 
 @dataclass
-class MlmData:
-    """``name``: ``text``, the words of the ``corpora``'s splits (``treeattn.data.text``),
-    shown as the text options say."""
+class MlmData(TextSettings):
+    """The settings of the ``text`` data set (the only one read) and the masking."""
 
-    name: str = TEXT
-    root: str | None = None  # data folder; default from TREEATTN_DATA
-    corpora: list = field(default_factory=lambda: ["ewt", "sst", "ptb"])
-    min_count: int = 1  # words seen fewer times in training become <unk>
-    # The text options (the Tree Transformer's release turns all four on)
-    lowercase: bool = False
-    drop_punctuation: bool = False
-    normalize_numbers: bool = False  # a word with a digit becomes N
-    start_token: bool = False  # <s> before every sentence
     # The share of words chosen, and how a chosen word is shown (as <mask>, as a random
     # word, as itself)
     mask_rate: float = 0.15
@@ -133,6 +117,7 @@ class MaskedLMTask(Task):
     """BERT-style masked language modelling, chosen by dev perplexity."""
 
     name = "mlm"
+    datasets: ClassVar[tuple[str, ...]] = (TEXT,)  # the data sets read
     Data = MlmData
     Model = EncoderConfig
     headline = ("perplexity",)
@@ -152,11 +137,9 @@ class MaskedLMTask(Task):
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
-        if d.name != TEXT:
+        if d.name not in cls.datasets:
             raise ValueError(f"{where}: data.name={d.name!r}; masked language modelling reads text")
-        check_corpora(d.corpora, where)
-        if d.min_count < 1:
-            raise ValueError(f"{where}: data.min_count must be at least 1, got {d.min_count}")
+        dataset_class(d.name).check(d, where)
         Masking(d.mask_rate, tuple(d.mask_split), 0).check(where)
         if check_encoder(m, where).needs_trees:
             raise ValueError(
@@ -182,7 +165,7 @@ class MaskedLMTask(Task):
         return ("dev", "test")
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
-        examples, where = read_examples(self.cfg.data, source, False, SPLITS)
+        examples, where = read_examples(open_dataset(self.cfg.data), source, False)
         examples = self._with_start(examples)
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where

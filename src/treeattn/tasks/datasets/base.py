@@ -1,0 +1,90 @@
+"""What a sentence data set is: its settings (the config's ``data`` section), its splits,
+its classes, and how it reads a split, a file and a line to predict on."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from treeattn.engine.config import check_positive
+from treeattn.tasks.sentences import LabeledSentence, lowercased
+from treeattn.trees import Tree
+from treeattn.trees.treebank import parse_treebank_line
+
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass
+class SentenceSettings:
+    """The settings every sentence data set has; each data set adds its own."""
+
+    name: str = ""
+    min_count: int = 1  # words seen fewer times in training become <unk>
+    lowercase: bool = False
+
+    @property
+    def phrase_level(self) -> bool:
+        """Whether training reads every phrase's label: a setting only of the data sets
+        that have phrase labels (SST), false for the others."""
+        return False
+
+
+class DataSet(ABC):
+    """One data set, read as its settings say: subclass it, set the class attributes and
+    register it (``register_dataset``).
+
+    ``Settings`` is the dataclass of the ``data`` section that names it; ``classes`` the
+    class names where they are fixed (None: a task takes them from the training labels).
+    """
+
+    name: ClassVar[str]
+    Settings: ClassVar[type[SentenceSettings]]
+    classes: ClassVar[tuple[str, ...] | None] = None
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    @classmethod
+    def check(cls, settings: Any, where: str) -> None:
+        """Reject settings no run can use, naming the key."""
+        check_positive({"data.min_count": settings.min_count}, where)
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return SPLITS
+
+    def load_split(self, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
+        """One split. ``whole_trees`` is for tree models: the trees as they read them (for
+        SST, node labels hidden and phrase labels apart)."""
+        if split not in self.splits:
+            raise ValueError(f"split must be one of {', '.join(self.splits)}, not {split!r}")
+        return self.shown(self.read_split(split, whole_trees))
+
+    def read_file(self, path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
+        """Labeled sentences from a file in the data set's own format."""
+        return self.shown(self.read_path(path, whole_trees))
+
+    def shown(self, rows: list[LabeledSentence]) -> list[LabeledSentence]:
+        """The sentences as the settings show them (lowercased or not)."""
+        return lowercased(rows) if self.settings.lowercase else rows
+
+    @abstractmethod
+    def read_split(self, split: str, whole_trees: bool) -> list[LabeledSentence]:
+        """One split (a known name), as read."""
+
+    @abstractmethod
+    def read_path(self, path: str | Path, whole_trees: bool) -> list[LabeledSentence]:
+        """A file in the data set's format, as read."""
+
+    def input_tree(self, line: str, where: str, number: int) -> Tree | None:
+        """The tree a line to predict on gives, if it gives one: here a bracketed tree;
+        other lines are words."""
+        if line.lstrip().startswith("("):
+            return parse_treebank_line(line, where, number)
+        return None
+
+    def training_tree(self, tree: Tree, whole_trees: bool) -> Tree:
+        """A tree read or parsed at prediction time, made like the training trees."""
+        return tree

@@ -1,0 +1,98 @@
+"""The Stanford Sentiment Treebank: SST-5 (five classes, 0-4) and SST-2 (positive or
+negative; neutral sentences left out of dev and test)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from treeattn.data.sst import IGNORE_LABEL, SentimentExample, binary_label, load_sst, read_sst_file
+from treeattn.tasks.datasets.base import DataSet, SentenceSettings
+from treeattn.tasks.sentences import LabeledSentence, unlabeled_tree
+from treeattn.trees import Tree, binarize, collapse_unary
+
+
+@dataclass
+class SstSettings(SentenceSettings):
+    name: str = "sst5"
+    root: str | None = None  # data folder; default from TREEATTN_DATA
+    # Train on every labeled phrase (each node's words and label, Tai et al. 2015) besides
+    # the sentences; dev and test stay sentence-level.
+    phrase_level: bool = False
+
+
+class Sst5(DataSet):
+    """SST's splits, or a file of one labeled tree per line."""
+
+    name = "sst5"
+    Settings = SstSettings
+    classes = tuple(str(k) for k in range(5))
+    fine_grained: ClassVar[bool] = True
+
+    def read_split(self, split: str, whole_trees: bool) -> list[LabeledSentence]:
+        """With ``whole_trees``, the trees have their node labels hidden and, with
+        ``phrase_level`` in training, every phrase's label in ``phrase_labels`` instead of
+        a row per phrase."""
+        fine, root = self.fine_grained, self.settings.root
+        phrases = self.settings.phrase_level and split == "train"
+        if whole_trees and phrases:
+            # Every sentence, with its phrases' labels; for SST-2 also the sentences whose
+            # root is neutral (root label -1, skipped by the loss), for their polar phrases.
+            examples = load_sst(split, root=root, fine_grained=True)
+            return [_whole_tree(ex, to_binary=not fine, phrases=True) for ex in examples]
+        if whole_trees:
+            examples = load_sst(split, root=root, fine_grained=fine)
+            return [_whole_tree(ex, to_binary=False, phrases=False) for ex in examples]
+        if phrases:
+            # Every node's phrase with its own label; the root is the whole sentence. For
+            # SST-2 this includes the polar phrases of sentences whose root is neutral.
+            return [
+                LabeledSentence(
+                    ex.tokens[start:end],
+                    label if fine else binary_label(label),
+                    subtrees[start, end],
+                )
+                for ex in load_sst(split, root=root, fine_grained=True)
+                for subtrees in [_subtrees_by_span(ex.tree)]
+                for start, end, label in ex.phrase_labels
+                if fine or binary_label(label) != IGNORE_LABEL
+            ]
+        examples = load_sst(split, root=root, fine_grained=fine)
+        return [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
+
+    def read_path(self, path: str | Path, whole_trees: bool) -> list[LabeledSentence]:
+        """One labeled tree per line (SST-2 drops sentences whose root label is neutral, as
+        its test split does)."""
+        examples = read_sst_file(path, fine_grained=self.fine_grained)
+        if whole_trees:
+            return [_whole_tree(ex, to_binary=False, phrases=False) for ex in examples]
+        return [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
+
+    def training_tree(self, tree: Tree, whole_trees: bool) -> Tree:
+        """Unary chains collapsed (a phrase over one word too), binarized and every label
+        ``X``, as SST's binary trees with their sentiment labels hidden."""
+        return unlabeled_tree(binarize(collapse_unary(tree, collapse_pos=True)))
+
+
+class Sst2(Sst5):
+    name = "sst2"
+    classes = ("0", "1")
+    fine_grained = False
+
+
+def _whole_tree(ex: SentimentExample, to_binary: bool, phrases: bool) -> LabeledSentence:
+    """An SST sentence for a tree model; ``to_binary`` maps 0-4 labels to SST-2's."""
+    label = binary_label if to_binary else (lambda x: x)
+    spans = tuple((start, end, label(y)) for start, end, y in ex.phrase_labels) if phrases else ()
+    return LabeledSentence(ex.tokens, label(ex.label), unlabeled_tree(ex.tree), spans)
+
+
+def _subtrees_by_span(tree: Tree) -> dict[tuple[int, int], Tree]:
+    """Every node of ``tree`` by its word span (the highest of a unary chain)."""
+    found: dict[tuple[int, int], Tree] = {}
+    # Both walk every node in pre-order, so they pair up.
+    nodes = zip(tree.spans(include_preterminals=True), tree.subtrees(), strict=True)
+    for (_, start, end), node in nodes:
+        found.setdefault((start, end), node)
+    return found
