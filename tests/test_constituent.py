@@ -259,12 +259,6 @@ def test_the_variants_part_where_the_halves_start():
         induce_spans(PARTING_LINKS, 0.8, 0, "tree")
 
 
-def test_the_command_line_names_every_variant():
-    from treeattn.cli import VARIANT_NAMES
-
-    assert VARIANT_NAMES == VARIANTS
-
-
 def test_a_span_strong_at_the_lowest_layer_stays_flat_but_in_binary():
     links = np.array([[0.9, 0.85], [0.95, 0.9]])  # every link above 0.8, at both layers
     assert induce_spans(links, 0.8, 0, "paper") == {(0, 3)}

@@ -78,7 +78,7 @@ def test_each_data_set_has_its_own_settings_and_the_shared_ones():
     assert "corpora" in _settings(dataset_class("text"))
     cfg = load_config(None, ["data.name=sst2", "data.min_count=2", "data.lowercase=true"])
     assert (cfg.data.name, cfg.data.min_count, cfg.data.lowercase) == ("sst2", 2, True)
-    assert not load_config(None).data.phrase_level  # no phrase labels in ListOps
+    assert not open_dataset(load_config(None).data).phrase_level  # no phrase labels in ListOps
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,9 @@ from treeattn.data.vocab import Vocab
 from treeattn.models.encoder import TransformerEncoder
 from treeattn.models.inputs import InputEncoder
 from treeattn.tasks import load_config
+from treeattn.tasks.datasets import open_dataset
 from treeattn.tasks.encoding import EncodedSet
-from treeattn.tasks.sentences import LabeledSentence, load_split
+from treeattn.tasks.sentences import LabeledSentence
 from treeattn.trees import Tree
 from treeattn.trees.distance import SENTENCE_BREAK, gap_distances
 
@@ -275,7 +276,7 @@ def test_batches_carry_each_sentence_gap_distances():
 
 def test_phrase_level_rows_carry_their_subtrees(shared_data):
     cfg = load_config("configs/sst5-distance.yaml")
-    rows = load_split(cfg.data, "train")
+    rows = open_dataset(cfg.data).load_split("train")
     assert all(row.tree is not None and row.tree.leaves() == row.tokens for row in rows)
 
 

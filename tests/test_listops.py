@@ -70,11 +70,11 @@ def test_operators_restrict_the_draws_and_default_to_all_four():
 
 def test_the_operators_option_of_the_config_is_checked():
     from treeattn.tasks import load_config
-    from treeattn.tasks.sentences import load_split
+    from treeattn.tasks.datasets import open_dataset
 
     assert load_config(None).data.operators == list(OPERATORS)
     cfg = load_config(None, ["data.operators=[MIN, MAX]", "data.train_size=40"])
-    train = load_split(cfg.data, "train", whole_trees=False)
+    train = open_dataset(cfg.data).load_split("train", whole_trees=False)
     assert len(train) == 40
     assert {t for ex in train for t in ex.tokens if t.startswith("[")} == {"[MIN", "[MAX"}
     with pytest.raises(ValueError, match=r"data.operators: unknown ListOps operator\(s\) 'ADD'"):
@@ -202,11 +202,12 @@ def read_listops_text(folder, text):
 
 def test_configured_splits_share_no_expression():
     from treeattn.tasks import load_config
-    from treeattn.tasks.sentences import load_split
+    from treeattn.tasks.datasets import open_dataset
 
     cfg = load_config(None, ["data.train_size=3000", "data.dev_size=500", "data.test_size=500"])
     seen = [
-        {" ".join(ex.tokens) for ex in load_split(cfg.data, s)} for s in ("train", "dev", "test")
+        {" ".join(ex.tokens) for ex in open_dataset(cfg.data).load_split(s)}
+        for s in ("train", "dev", "test")
     ]
     assert not seen[0] & seen[1] and not seen[0] & seen[2] and not seen[1] & seen[2]
-    assert len(load_split(cfg.data, "test")) == 500
+    assert len(open_dataset(cfg.data).load_split("test")) == 500

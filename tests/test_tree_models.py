@@ -15,8 +15,9 @@ from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.models.inputs import InputEncoder
 from treeattn.models.registry import encoder_names
 from treeattn.tasks import load_config, make_task
+from treeattn.tasks.datasets import open_dataset
 from treeattn.tasks.encoding import EncodedSet, input_encoder
-from treeattn.tasks.sentences import LabeledSentence, load_split
+from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
 
@@ -66,14 +67,14 @@ def trees(node_vocab: Vocab) -> InputEncoder:
 
 def test_sst_whole_trees_carry_every_phrase_label(shared_data):
     cfg5 = load_config("configs/sst5-hierarchical.yaml").data
-    train5 = load_split(cfg5, "train", whole_trees=True)
+    train5 = open_dataset(cfg5).load_split("train", whole_trees=True)
     assert len(train5) == 8544
     assert all(ex.tree.label == "X" for ex in train5[:50])  # labels hidden from the model
     cfg2 = load_config("configs/sst2-hierarchical.yaml").data
-    train2 = load_split(cfg2, "train", whole_trees=True)
+    train2 = open_dataset(cfg2).load_split("train", whole_trees=True)
     # Neutral-root sentences stay for their polar phrases, with the root label ignored.
     assert len(train2) == 8544 and sum(ex.label == -1 for ex in train2) > 1000
-    assert len(load_split(cfg2, "test", whole_trees=True)) == 1821
+    assert len(open_dataset(cfg2).load_split("test", whole_trees=True)) == 1821
 
     vocab = Vocab.build(ex.tokens for ex in train5[:200])
     node_vocab = Vocab.build([["X"]])

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from treeattn.analysis.variants import VARIANTS as VARIANT_NAMES  # the former cli.py's name
 from treeattn.cli import analysis, parsing, training, translation
 from treeattn.cli.status import BAD_INPUT, STATUS_HELP, run_command
 
-__all__ = ["VARIANT_NAMES", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
 
 DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.

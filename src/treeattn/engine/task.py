@@ -95,10 +95,18 @@ class Task(ABC):
         data, model = raw.pop("data", {}), raw.pop("model", {})
         if named is None:
             data, model = cls.legacy_sections(data, model)
-        cfg = make_config(cls.name, cls.Data, cls.Model, data, model, raw, where)
+        data_class, data = cls.data_section(data, where)
+        cfg = make_config(cls.name, data_class, cls.Model, data, model, raw, where)
         cls.check_config(cfg, where)
         cfg.validate(where)
         return cfg
+
+    @classmethod
+    def data_section(cls, data: Any, where: str) -> tuple[type, Any]:
+        """The dataclass of the ``data`` section and the raw section to fill it with: by
+        default ``Data``; a task whose data sets each have their own settings picks them
+        here."""
+        return cls.Data, data
 
     @classmethod
     def legacy_sections(cls, data: Any, model: Any) -> tuple[Any, Any]:

@@ -19,7 +19,6 @@ from treeattn.engine.task import Task
 from treeattn.tasks.classify import ClassifyTask
 from treeattn.tasks.mlm import MaskedLMTask
 from treeattn.tasks.parse import ParseTask
-from treeattn.tasks.sentences import TEXT
 from treeattn.tasks.translate import TranslateTask
 
 _TASKS: dict[str, type[Task]] = {}
@@ -57,7 +56,7 @@ def _named_task(raw: dict[str, Any]) -> str:
         return raw["task"]
     data = raw.get("data")
     name = data.get("name") if isinstance(data, dict) else None
-    return MaskedLMTask.name if name == TEXT else ClassifyTask.name
+    return MaskedLMTask.name if name in MaskedLMTask.datasets else ClassifyTask.name
 
 
 def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:

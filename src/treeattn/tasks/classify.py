@@ -14,7 +14,7 @@ from torch import nn
 from treeattn.data.batching import bucket_batches
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
-from treeattn.engine.config import Config, make_config
+from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.classification import accuracy
@@ -75,23 +75,6 @@ class ClassifyTask(Task):
         self.dataset: DataSet = open_dataset(cfg.data)
         # Fixed by the data set, or (labeled files) the training labels, found by ``fit``.
         self.classes = list(self.dataset.classes or ())
-
-    @classmethod
-    def config_from_dict(cls, raw: dict[str, Any], where: str = "config") -> Config:
-        """As every task's (``Task.config_from_dict``), with the data section read as the
-        settings of the data set it names."""
-        raw = dict(raw)
-        named = raw.pop("task", None)
-        if named is not None and named != cls.name:
-            raise ValueError(f"{where}: task {named!r} is not {cls.name!r}")
-        data, model = raw.pop("data", {}), raw.pop("model", {})
-        if named is None:
-            data, model = cls.legacy_sections(data, model)
-        settings, data = cls.data_section(data, where)
-        cfg = make_config(cls.name, settings, cls.Model, data, model, raw, where)
-        cls.check_config(cfg, where)
-        cfg.validate(where)
-        return cfg
 
     @classmethod
     def data_section(cls, data: Any, where: str) -> tuple[type, Any]:
@@ -205,7 +188,7 @@ class ClassifyTask(Task):
         encoder = build_encoder(m, len(self.vocab), node_vocab_size)
         if encoder_entry(m.attention).output == TREE:
             pooling = "root" if m.pooling == "auto" else m.pooling
-            if self.cfg.data.phrase_level and pooling != "root":
+            if self.dataset.phrase_level and pooling != "root":
                 raise ValueError(
                     "phrase-level training of a tree model trains every node's own prediction; "
                     f"the sentence is read at the root, so model.pooling={m.pooling!r} cannot "

@@ -48,20 +48,6 @@ def unlabeled_tree(tree: Tree, label: str = "X") -> Tree:
     return fold_tree(tree, lambda node, kids: Tree(label, kids))
 
 
-def load_split(cfg: Any, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
-    """One split of the data set ``cfg`` (a task's ``data`` section) names."""
-    from treeattn.tasks.datasets import open_dataset  # the data sets import this module
-
-    return open_dataset(cfg).load_split(split, whole_trees)
-
-
-def read_file(cfg: Any, path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
-    """Labeled sentences from a file in the format of the data set ``cfg`` names."""
-    from treeattn.tasks.datasets import open_dataset  # the data sets import this module
-
-    return open_dataset(cfg).read_file(path, whole_trees)
-
-
 def text_options(cfg: Any) -> TextOptions:
     """The text options of a ``text`` data section."""
     return TextOptions(cfg.drop_punctuation, cfg.lowercase, cfg.normalize_numbers)

@@ -24,12 +24,6 @@ class SentenceSettings:
     min_count: int = 1  # words seen fewer times in training become <unk>
     lowercase: bool = False
 
-    @property
-    def phrase_level(self) -> bool:
-        """Whether training reads every phrase's label: a setting only of the data sets
-        that have phrase labels (SST), false for the others."""
-        return False
-
 
 class DataSet(ABC):
     """One data set, read as its settings say: subclass it, set the class attributes and
@@ -54,6 +48,12 @@ class DataSet(ABC):
     @property
     def splits(self) -> tuple[str, ...]:
         return SPLITS
+
+    @property
+    def phrase_level(self) -> bool:
+        """Whether training reads every phrase's label (a setting of the data sets that
+        have phrase labels, SST's)."""
+        return False
 
     def load_split(self, split: str, whole_trees: bool = False) -> list[LabeledSentence]:
         """One split. ``whole_trees`` is for tree models: the trees as they read them (for

@@ -30,6 +30,10 @@ class Sst5(DataSet):
     classes = tuple(str(k) for k in range(5))
     fine_grained: ClassVar[bool] = True
 
+    @property
+    def phrase_level(self) -> bool:
+        return self.settings.phrase_level
+
     def read_split(self, split: str, whole_trees: bool) -> list[LabeledSentence]:
         """With ``whole_trees``, the trees have their node labels hidden and, with
         ``phrase_level`` in training, every phrase's label in ``phrase_labels`` instead of
