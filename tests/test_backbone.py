@@ -12,6 +12,7 @@ import importlib.metadata
 import json
 import math
 import socket
+import sys
 import zipfile
 
 import pytest
@@ -332,6 +333,7 @@ def test_minilm_loads_from_the_package_with_the_network_off(monkeypatch):
     backbone = load_backbone("minilm", tune="none").eval()
     assert isinstance(backbone, Backbone)
     assert backbone.sha256 == MINILM_SHA256
+    assert "all_minilm_l6_v2" not in sys.modules  # its code (which prints on import) never ran
     with torch.inference_mode():
         vectors = backbone([["The", "cat", "sat", "on", "the", "mat", "."]])
     assert vectors.shape == (1, 7, 384)
