@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any
 
 from treeattn.engine.config import TrainConfig
 
@@ -41,3 +43,17 @@ def schedule_factor(train: TrainConfig, total_updates: int) -> Callable[[int], f
     if train.schedule == "inverse_sqrt":
         return warmup_inverse_sqrt(train.warmup_steps, init_ratio)
     return warmup_linear_decay(train.warmup_steps, total_updates, train.min_lr_ratio, init_ratio)
+
+
+def group_factors(
+    train: TrainConfig, total_updates: int, groups: list[dict[str, Any]]
+) -> list[Callable[[int], float]]:
+    """One schedule a parameter group (``Task.parameter_groups``): the configured one, with
+    the group's own ``warmup_steps`` where it has them; ``warmup_init_lr`` keeps its ratio
+    to ``train.lr``."""
+    factors = []
+    for group in groups:
+        warmup = group.get("warmup_steps")
+        own = train if warmup is None else dataclasses.replace(train, warmup_steps=warmup)
+        factors.append(schedule_factor(own, total_updates))
+    return factors

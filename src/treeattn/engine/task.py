@@ -170,6 +170,13 @@ class Task(ABC):
     def build_model(self) -> nn.Module:
         """A fresh model as the config describes it (after ``fit`` or ``load_state_dict``)."""
 
+    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]]:
+        """The optimiser's parameter groups: each a dict with ``params`` and, optionally,
+        its own ``lr`` and ``warmup_steps`` (default: ``train.lr`` and
+        ``train.warmup_steps``) and a ``name``. By default one group, every parameter (a
+        pretrained part may learn at its own rate and warm up on its own)."""
+        return [{"params": list(model.parameters())}]
+
     @abstractmethod
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         """The scalar training loss of one batch (``train.label_smoothing`` applies to

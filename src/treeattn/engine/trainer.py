@@ -26,7 +26,7 @@ from treeattn.data.batching import bucket_batches, shard_batches
 from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint, task_state
 from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import Replica, setup_replica, teardown_replica
-from treeattn.engine.schedule import schedule_factor
+from treeattn.engine.schedule import group_factors
 from treeattn.engine.task import Task
 from treeattn.viz.curves import plot_learning_curve
 
@@ -238,14 +238,15 @@ class Trainer:
         self.data = {name: task.encode(rows, where) for name, (rows, where) in examples.items()}
         self.train_set = self.data[task.train_split]
         self.model = task.build_model().to(replica.device)
+        groups = task.parameter_groups(self.model)
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(),
+            [{k: v for k, v in g.items() if k != "warmup_steps"} for g in groups],
             lr=cfg.train.lr,
             betas=(cfg.train.beta1, cfg.train.beta2),
             weight_decay=cfg.train.weight_decay,
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, schedule_factor(cfg.train, self._total_updates())
+            self.optimizer, group_factors(cfg.train, self._total_updates(), groups)
         )
         self.progress = Progress()
         # Only now that the data and model are known to be good: a failed start leaves no
