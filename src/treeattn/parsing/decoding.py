@@ -87,7 +87,7 @@ def parse_all(
     with evaluating(network), bar:
         for indices in batches:
             batch = data.batch(indices).to(device)
-            out = network(batch.words, batch.chars, batch.pad_mask)
+            out = network(batch.words, batch.chars, batch.pad_mask, sentences=batch.sentences)
             examples = [data.examples[i] for i in indices]
             words = [ex.words for ex in examples]
             leaf_tags = [ex.tags for ex in examples] if gold_tags else None

@@ -27,10 +27,13 @@ class ParseBatch:
     heads: torch.Tensor | None = None  # (B, n)
     rels: torch.Tensor | None = None  # (B, n) the relation classifier's outputs
     gold_chart: torch.Tensor | None = None  # (B, n, n, L), 0/1
+    # Each sentence's words, for a pretrained backbone (which splits them into its own
+    # pieces); moved to no device.
+    sentences: list[list[str]] | None = None
 
     def to(self, device: torch.device) -> ParseBatch:
         def move(x: Any) -> Any:
-            return None if x is None else x.to(device)
+            return x if x is None or isinstance(x, list) else x.to(device)
 
         return ParseBatch(*(move(getattr(self, f.name)) for f in fields(self)))
 
@@ -70,6 +73,7 @@ class ParseSet:
         tags, _ = pad_ids([self.tags[i] for i in indices], IGNORE)
         lengths = torch.tensor([self.lengths[i] - 2 for i in indices])
         batch = ParseBatch(words, chars, pad_mask, lengths, tags)
+        batch.sentences = [list(self.examples[i].words) for i in indices]
         if all(self.heads[i] is not None for i in indices):
             batch.heads = pad_ids([self.heads[i] for i in indices], IGNORE)[0]
             batch.rels = pad_ids([self.rels[i] for i in indices], IGNORE)[0]

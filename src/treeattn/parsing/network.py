@@ -15,6 +15,7 @@ and fencepost k for word k.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -91,7 +92,8 @@ class Biaffine(nn.Module):
 
 
 class LabelAttentionParser(nn.Module):
-    """(words, chars, pad_mask) over T = n + 2 tokens -> ``ParserOutput``."""
+    """(words, chars, pad_mask) over T = n + 2 tokens -> ``ParserOutput``; with a pretrained
+    backbone (``sizes.backbone``) the sentences' words too."""
 
     def __init__(
         self,
@@ -101,16 +103,28 @@ class LabelAttentionParser(nn.Module):
         n_tags: int,
         n_labels: int,
         n_rels: int,
+        backbone_sha256: str | None = None,
     ) -> None:
         """``n_labels`` counts the chart's labels, the empty one included (1: no
-        constituency); ``n_tags`` and ``n_rels`` the names of tags and relations."""
+        constituency); ``n_tags`` and ``n_rels`` the names of tags and relations.
+        ``backbone_sha256``: the hash the backbone's weights must have (a parser file's)."""
         super().__init__()
         s = self.sizes = sizes
         parts = (s.d_content, s.d_position)
         d_model = sum(parts)
-        self.word_embed = nn.Embedding(n_words, s.d_word, padding_idx=0)
+        self.word_embed = nn.Embedding(n_words, s.d_word, padding_idx=0) if s.d_word else None
         self.chars = CharLSTM(n_chars, s.d_char)
-        self.content = nn.Linear(s.d_word + s.d_char, s.d_content)
+        d_backbone = 0
+        self.backbone = None
+        if s.backbone is not None:
+            from treeattn.models.backbone import load_backbone
+
+            self.backbone = load_backbone(
+                s.backbone, sha256=backbone_sha256, **s.backbone_options()
+            )
+            d_backbone = self.backbone.output_size
+        # The content vector: Linear([word embedding; character LSTM; backbone vector]).
+        self.content = nn.Linear(s.d_word + s.d_char + d_backbone, s.d_content)
         self.position = nn.Embedding(s.max_length + 2, s.d_position)
         self.embed_norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(s.dropout)
@@ -163,9 +177,14 @@ class LabelAttentionParser(nn.Module):
         self.rel = Biaffine(s.d_rel, UNNAMED_OUTPUTS + n_rels)
 
     def encode(
-        self, words: torch.Tensor, chars: torch.Tensor, pad_mask: torch.Tensor
+        self,
+        words: torch.Tensor,
+        chars: torch.Tensor,
+        pad_mask: torch.Tensor,
+        sentences: Sequence[Sequence[str]] | None = None,
     ) -> torch.Tensor:
-        """(B, T, D) the top layer's vectors of every token."""
+        """(B, T, D) the top layer's vectors of every token; ``sentences`` (each sentence's
+        words) are what the backbone reads, when there is one."""
         s = self.sizes
         if self.training and s.word_dropout:
             # Word dropout: a word's embedding is sometimes withheld (<unk>, id 1), so that
@@ -176,7 +195,12 @@ class LabelAttentionParser(nn.Module):
             is_word = (position > 0) & (position < lengths - 1)
             dropped = torch.rand(words.shape, device=words.device) < s.word_dropout
             words = words.masked_fill(dropped & is_word, 1)
-        content = self.content(torch.cat([self.word_embed(words), self.chars(chars)], -1))
+        features = [self.chars(chars)]
+        if self.word_embed is not None:
+            features.insert(0, self.word_embed(words))
+        if self.backbone is not None:
+            features.append(self.backbone_vectors(sentences, words.shape[1]))
+        content = self.content(torch.cat(features, -1))
         positions = torch.arange(words.shape[1], device=words.device)
         position = self.position(positions).expand(words.shape[0], -1, -1)
         x = self.dropout(self.embed_norm(torch.cat([content, position], -1)))
@@ -189,6 +213,16 @@ class LabelAttentionParser(nn.Module):
         if self.feed_forward is not None:
             x = self.ff_norm(x + self.dropout(self.feed_forward(x)))
         return x
+
+    def backbone_vectors(
+        self, sentences: Sequence[Sequence[str]] | None, width: int
+    ) -> torch.Tensor:
+        """(B, T, d) the backbone's vector of each word; the start and stop tokens and the
+        padding get zero (the words sit at tokens 1..n, as in ``words``)."""
+        if sentences is None:
+            raise ValueError("a parser with a backbone reads the sentences' words too")
+        vectors = self.backbone(sentences)  # (B, n, d), zero past each sentence's end
+        return F.pad(vectors, (0, 0, 1, width - 1 - vectors.shape[1]))
 
     def fenceposts(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T - 1, D) fenceposts from the token vectors (B, T, D): the forward half of
@@ -208,10 +242,11 @@ class LabelAttentionParser(nn.Module):
         chars: torch.Tensor,
         pad_mask: torch.Tensor,
         heads: torch.Tensor | None = None,
+        sentences: Sequence[Sequence[str]] | None = None,
     ) -> ParserOutput:
         """With ``heads`` (B, n) (gold heads, in training) the output holds the label scores
-        of those arcs too."""
-        x = self.encode(words, chars, pad_mask)
+        of those arcs too; ``sentences`` as ``encode``'s."""
+        x = self.encode(words, chars, pad_mask, sentences)
         posts = self.dropout(self.fenceposts(x))  # (B, n + 1, D)
         words_out = x[:, 1:-1]  # the words' own vectors, for tags
         lengths = (~pad_mask).sum(1) - 2

@@ -95,8 +95,9 @@ class Parser:
         path = Path(path) if path is not None else DEFAULT_MODEL
         if not path.is_file():
             raise FileNotFoundError(f"no parser model at {path}")
+        sha256 = None  # a checkpoint holds every weight; the backbone's source is checked
         if path.suffix == ".safetensors":
-            run_config, state, weights = _read_parser_file(path)
+            run_config, state, weights, sha256 = _read_parser_file(path)
         else:
             run_config, state, weights = _read_checkpoint(path)
         config = ParserConfig.from_dict(run_config.get("model"), f"{path} config")
@@ -104,21 +105,32 @@ class Parser:
             vocab = ParserVocab.from_state(state)
         except (KeyError, ValueError, TypeError) as error:
             raise ValueError(f"{path}: the parser's vocabularies are unreadable: {error}") from None
-        model = LabelAttentionParser(config, **vocab.sizes())
+        model = LabelAttentionParser(config, **vocab.sizes(), backbone_sha256=sha256)
         try:
-            model.load_state_dict(weights)
+            missing, unexpected = model.load_state_dict(weights, strict=False)
         except RuntimeError as error:
             raise ValueError(f"{path}: the weights do not fit the model: {error}") from None
+        # A parser file leaves out the backbone's frozen weights: they came from its source.
+        kept = set(_saved_keys(model))
+        missing = [key for key in missing if key in kept]
+        if missing or unexpected:
+            raise ValueError(
+                f"{path}: the weights do not fit the model: missing {missing[:5]}, "
+                f"unexpected {unexpected[:5]}"
+            )
         target = pick_device(device)
         return cls(run_config, vocab, model.to(target), target)
 
     def save(self, path: str | Path, half: bool = True) -> Path:
-        """Write the parser as safetensors (float16 weights with ``half``); returns the path."""
+        """Write the parser as safetensors (float16 weights with ``half``); returns the path.
+        Of a pretrained backbone only what training changed is written (its tuned layers
+        and layer mix), with the sha256 of the weights the rest comes from."""
         from safetensors.torch import save_file
 
         dtype = torch.float16 if half else torch.float32
+        state = self.model.state_dict()
         weights = {
-            k: v.detach().to("cpu", dtype).contiguous() for k, v in self.model.state_dict().items()
+            k: state[k].detach().to("cpu", dtype).contiguous() for k in _saved_keys(self.model)
         }
         meta = {
             "format": FORMAT,
@@ -126,6 +138,8 @@ class Parser:
             "config": json.dumps(self.run_config, sort_keys=True),
             "task_state": json.dumps(self.vocab.state_dict()),
         }
+        if self.model.backbone is not None:
+            meta["backbone_sha256"] = self.model.backbone.sha256
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file(weights, str(path), metadata=meta)
@@ -170,8 +184,23 @@ class Parser:
         return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
 
 
-def _read_parser_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The run config, vocabulary state and float32 weights of a parser file."""
+def _saved_keys(model: LabelAttentionParser) -> list[str]:
+    """The state dict's keys a parser file holds: all but the backbone's frozen weights."""
+    frozen = set()
+    if model.backbone is not None:
+        frozen = {
+            f"backbone.encoder.{name}"
+            for name, p in model.backbone.encoder.named_parameters()
+            if not p.requires_grad
+        }
+    return [key for key in model.state_dict() if key not in frozen]
+
+
+def _read_parser_file(
+    path: Path,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str | None]:
+    """The run config, vocabulary state and float32 weights of a parser file, and the
+    sha256 its backbone's weights must have (None without a backbone)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file, safe_open
 
@@ -189,7 +218,8 @@ def _read_parser_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[
             f"versions {' and '.join(READS)}"
         )
     run_config = json.loads(meta["config"])
-    return run_config, json.loads(meta["task_state"]), {k: v.float() for k, v in weights.items()}
+    weights = {k: v.float() for k, v in weights.items()}
+    return run_config, json.loads(meta["task_state"]), weights, meta.get("backbone_sha256")
 
 
 def _read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

@@ -91,6 +91,10 @@ class ParseTask(Task):
             raise ValueError(f"{where}: data.paths is for data.name={FILES}, not {d.name}")
         check_positive({"data.min_count": d.min_count}, where)
         m.check(where)
+        if m.backbone_warmup == 0 and cfg.train.schedule == "inverse_sqrt":
+            raise ValueError(
+                f"{where}: train.schedule=inverse_sqrt needs model.backbone_warmup >= 1"
+            )
 
     @property
     def headline(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -167,6 +171,28 @@ class ParseTask(Task):
     def build_model(self) -> nn.Module:
         return LabelAttentionParser(self.cfg.model, **self.vocab.sizes())
 
+    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]]:
+        """The parser's own parameters (the backbone's layer mix among them) at ``train.lr``;
+        the backbone's tuned encoder weights, if any, in a group of their own at
+        ``model.backbone_lr`` with ``model.backbone_warmup`` updates of warm-up (each
+        defaulting to the parser's). Frozen weights are in no group."""
+        backbone = getattr(model, "backbone", None)
+        if backbone is None:
+            return super().parameter_groups(model)
+        encoder = {id(p) for p in backbone.encoder.parameters()}
+        parser = [p for p in model.parameters() if id(p) not in encoder]
+        tuned = [p for p in backbone.encoder.parameters() if p.requires_grad]
+        groups: list[dict[str, Any]] = [{"params": parser, "name": "parser"}]
+        if tuned:
+            m = self.cfg.model
+            own: dict[str, Any] = {"params": tuned, "name": "backbone"}
+            if m.backbone_lr is not None:
+                own["lr"] = m.backbone_lr
+            if m.backbone_warmup is not None:
+                own["warmup_steps"] = m.backbone_warmup
+            groups.append(own)
+        return groups
+
     def loss(self, model: nn.Module, batch: ParseBatch) -> torch.Tensor:
         """Per sentence, then averaged over the batch: the constituency hinge loss, plus
         ``tag_weight`` times the tags' cross-entropy and ``dependency_weight`` times the
@@ -174,7 +200,7 @@ class ParseTask(Task):
         authors' release sums every part over its batch, so that the weights keep their
         meaning)."""
         m = self.cfg.model
-        out = model(batch.words, batch.chars, batch.pad_mask, batch.heads)
+        out = model(batch.words, batch.chars, batch.pad_mask, batch.heads, batch.sentences)
         smoothing = self.cfg.train.label_smoothing
 
         def summed(logits: torch.Tensor, targets: torch.Tensor, smooth: float) -> torch.Tensor:
