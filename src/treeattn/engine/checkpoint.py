@@ -25,14 +25,13 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise FileNotFoundError(f"no checkpoint at {path}")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as error:  # torch raises several types for foreign or corrupt files
-        # torch's own message advises loading the file unsafely, which a file from
-        # elsewhere must never be: say what is wrong in our words instead.
-        if "Weights only load failed" in str(error):
-            reason = "it holds Python objects besides tensors and plain values"
-        else:  # torch's reasons for a foreign file name pickle internals ("KeyError: 101")
-            reason = "not a file written by torch.save, or a damaged one"
-        raise ValueError(f"{path}: not a treeattn checkpoint ({reason})") from None
+    except Exception:  # torch raises several types for foreign or corrupt files
+        # Not torch's own message: it advises loading the file unsafely, which a file from
+        # elsewhere must never be.
+        raise ValueError(
+            f"{path}: not a treeattn checkpoint (not a file torch.save wrote, or one holding "
+            "Python objects besides tensors and plain values, which are never loaded)"
+        ) from None
 
 
 def task_state(checkpoint: dict[str, Any]) -> dict[str, Any]:
