@@ -61,7 +61,8 @@ def label_head_contributions(
     batch = parser.encode([words]).batch([0])
     batch = batch.to(parser.device)
     model = parser.model
-    posts = model.fenceposts(model.encode(batch.words, batch.chars, batch.pad_mask))[0]
+    vectors = model.encode(batch.words, batch.chars, batch.pad_mask, batch.sentences)
+    posts = model.fenceposts(vectors)[0]
     lengths = batch.lengths
     scores = model.span_scores(posts[None], lengths)
     names = parser.vocab.labels.names
