@@ -29,8 +29,10 @@ from treeattn.models.backbone import (
     build_backbone,
     from_bert_names,
     load_backbone,
+    packaged_archive,
     read_archive,
     read_directory,
+    read_pretrained,
 )
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -338,3 +340,35 @@ def test_minilm_loads_from_the_package_with_the_network_off(monkeypatch):
         vectors = backbone([["The", "cat", "sat", "on", "the", "mat", "."]])
     assert vectors.shape == (1, 7, 384)
     assert vectors.isfinite().all()
+
+
+def test_minilm_equals_transformers_bert_on_the_same_weights():
+    """MiniLM as read here against the reference library's BertModel on the package's own
+    weights and config: every hidden state, every real piece."""
+    transformers = pytest.importorskip("transformers")
+    try:
+        files = read_pretrained("minilm")
+    except WeightsError as error:
+        pytest.skip(str(error))
+    with zipfile.ZipFile(packaged_archive()) as archive:
+        config = json.loads(archive.read("config.json"))
+    reference = transformers.BertModel(transformers.BertConfig(**config), add_pooling_layer=False)
+    reference.load_state_dict(files.state, strict=False)
+    backbone = build_backbone(files, layers=-1, tune="none").eval()
+    sentences = [
+        ["The", "cat", "sat", "on", "the", "mat", "."],
+        ["Pierre", "Vinken", ",", "61", "years", "old", ",", "will", "join", "the", "board", "."],
+        ["-LRB-", "Dogs", "bark", "-RRB-", "``", "loudly", "''"],
+    ]
+    batch = backbone.pieces(sentences)
+    with torch.no_grad():
+        ours = backbone.encoder(batch.piece_ids, batch.pad_mask)
+        theirs = reference.eval()(
+            input_ids=batch.piece_ids,
+            attention_mask=(~batch.pad_mask).long(),
+            output_hidden_states=True,
+        ).hidden_states
+    keep = ~batch.pad_mask
+    assert len(ours) == len(theirs) == 7
+    for got, expected in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(got[keep], expected[keep], rtol=0, atol=1e-5)
