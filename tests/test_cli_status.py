@@ -180,3 +180,20 @@ def test_one_line_reader_for_every_command(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sys, "stdin", Stdin)
     assert read_lines("-") == (["x y", "z"], "<stdin>")
+
+
+def test_closed_stdin_and_a_bad_output_path_are_bad_input(tmp_path, monkeypatch, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Dogs bark .\n")
+    monkeypatch.setattr(sys, "stdin", None)  # as Python starts with ``<&-``
+    assert main(["parse", "-"]) == BAD_INPUT
+    assert "<stdin>: standard input is closed" in capsys.readouterr().err
+    assert main(["parse", str(source), "--tokenized", "-o", str(tmp_path)]) == BAD_INPUT
+    assert "is a directory" in capsys.readouterr().err
+    missing = tmp_path / "nowhere" / "out.txt"
+    assert main(["parse", str(source), "--tokenized", "-o", str(missing)]) == BAD_INPUT
+    assert f"the directory {missing.parent} does not exist" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.partial"))  # nothing left behind
+    out = tmp_path / "out.txt"
+    assert main(["parse", str(source), "--tokenized", "-o", str(out)]) == 0
+    assert out.read_text().startswith("(")

@@ -19,6 +19,8 @@ def read_lines(source: str, blank_lines: bool = False) -> tuple[list[str], str]:
     lines at the end are left out, and an input with no line is an error.
     """
     if source == "-":
+        if sys.stdin is None:  # started with standard input closed (``<&-``)
+            raise ValueError("<stdin>: standard input is closed; name an input file")
         text, where = decode_utf8(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
     else:
         text, where = read_utf8(source), source
@@ -39,9 +41,16 @@ def write_output(text: str, out: str | None) -> None:
         sys.stdout.write(text)
         return
     path = Path(out)
+    if path.is_dir():
+        raise ValueError(f"{out}: is a directory; -o names the file to write")
+    if not path.parent.is_dir():
+        raise ValueError(f"{out}: the directory {path.parent} does not exist")
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)  # written whole or not at all
 
 
 def run_on_lines(

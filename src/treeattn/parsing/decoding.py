@@ -83,7 +83,8 @@ def parse_all(
     examples' own tags (for EVALB); ``progress`` shows a bar."""
     found: dict[int, Parsed] = {}
     batches = bucket_batches(data.lengths, max_tokens, False)
-    bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
+    # A bar only on a terminal (tqdm reads disable=None so): a log file gets none.
+    bar = tqdm(total=len(data), unit="sentence", disable=None if progress else True, leave=False)
     with evaluating(network), bar:
         for indices in batches:
             batch = data.batch(indices).to(device)

@@ -395,7 +395,10 @@ class TranslateTask(Task):
         outputs: list[str] = [""] * len(data)
         sizes = data.source_sizes()
         batches = bucket_batches(sizes, self.cfg.train.eval_max_tokens // beam, shuffle=False)
-        bar = tqdm(total=len(data), unit="sentence", disable=not progress, leave=False)
+        # A bar only on a terminal (tqdm reads disable=None so): a log file gets none.
+        bar = tqdm(
+            total=len(data), unit="sentence", disable=None if progress else True, leave=False
+        )
         with evaluating(model), bar:
             for indices in batches:
                 batch = data.batch(indices).to(device)
