@@ -88,7 +88,7 @@ def test_each_data_set_has_its_own_settings_and_the_shared_ones():
         (["data.name=labeled", "data.root=x"], "data.root is not a setting of labeled (but of"),
         (["data.name=sst5", "data.corpora=[ptb]"], "(but of text); its settings: name, min_count"),
         (["data.name=sst5", "data.nope=1"], "data.nope is not a setting of sst5; its settings"),
-        (["data.name=sst5", "data.phrase_level=1"], "config.data.phrase_level: expected bool"),
+        (["data.name=sst5", "data.phrase_level=1"], "config: data.phrase_level: expected bool"),
         (["data.train_size=0"], "data.train_size must be at least 1"),
         (["data.name=sst5", "data.min_count=0"], "data.min_count must be at least 1"),
     ],

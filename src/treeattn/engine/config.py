@@ -142,34 +142,35 @@ def make_config(
         raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {known}")
     fields = {f.name: f.type for f in dataclasses.fields(Config)}
     values = {
-        name: _coerce(value, fields[name], f"{where}.{name}")
+        name: _coerce(value, fields[name], f"{where}: {name}")
         for name, value in rest.items()
         if name != "train"
     }
     return Config(
         task=task,
-        data=build_section(data_cls, data, f"{where}.data"),
-        model=build_section(model_cls, model, f"{where}.model"),
-        train=build_section(TrainConfig, rest.get("train", {}), f"{where}.train"),
+        data=build_section(data_cls, data, where, "data"),
+        model=build_section(model_cls, model, where, "model"),
+        train=build_section(TrainConfig, rest.get("train", {}), where, "train"),
         **values,
     )
 
 
-def build_section(cls: type, raw: Any, where: str) -> Any:
-    """The dataclass ``cls`` from a mapping, each value checked against its field's type."""
+def build_section(cls: type, raw: Any, where: str, section: str) -> Any:
+    """The dataclass ``cls`` of the config section ``section`` from a mapping, each value
+    checked against its field's type; errors name ``where`` (the config) and the key as
+    ``section.key``."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ValueError(f"{where}: expected a mapping, got {raw!r}")
+        raise ValueError(f"{where}: {section}: expected a mapping, got {raw!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise ValueError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(fields)}"
-        )
+        keys = ", ".join(f"{section}.{key}" for key in unknown)
+        raise ValueError(f"{where}: unknown key(s) {keys}; {section} has: {', '.join(fields)}")
     return cls(
         **{
-            name: _coerce(value, fields[name].type, f"{where}.{name}")
+            name: _coerce(value, fields[name].type, f"{where}: {section}.{name}")
             for name, value in raw.items()
         }
     )

@@ -51,7 +51,7 @@ class ParserConfig:
         """Settings from a mapping (the ``model`` section of the config ``where``); an
         unknown key, a value of the wrong type or one no parser can use is an error naming
         it."""
-        config = build_section(cls, raw, f"{where}.model")
+        config = build_section(cls, raw, where, "model")
         config.check(where)
         return config
 
