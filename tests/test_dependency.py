@@ -176,12 +176,12 @@ GOOD = "# sent_id = x\n1\tA\ta\tX\tX\t_\t2\tdep\t_\t_\n2\tB\tb\tX\tX\t_\t0\troot
 # (broken text, line, column, message fragment): line 3 is word 2, line 2 word 1.
 BAD = [
     (GOOD.replace("\t2\tdep", "\t2\tdep\textra"), 2, None, "expected 10 tab-separated"),
-    (GOOD.replace("1\tA\ta\tX\tX\t_\t2", "1\tA\ta\tX\tX\t_\tx"), 2, 13, "bad HEAD"),
+    (GOOD.replace("1\tA\ta\tX\tX\t_\t2", "1\tA\ta\tX\tX\t_\tx"), 2, 13, "HEAD .x. is not a word"),
     (GOOD.replace("\t2\tdep", "\t3\tdep"), 2, 13, "out of range 0..2"),
     (GOOD.replace("\t0\troot", "\t1\troot"), 2, 13, "cycle: word 1 -> 2 -> 1"),
     (GOOD.replace("\t2\tdep", "\t0\tdep"), 3, 13, "more than one root"),
     (GOOD.replace("\t2\tdep", "\t_\tdep"), 2, 13, "needs a HEAD"),
-    (GOOD.replace("2\tB", "x\tB"), 3, 1, "bad ID"),
+    (GOOD.replace("2\tB", "x\tB"), 3, 1, "ID .x. is not a word number"),
     (GOOD.replace("2\tB", "3\tB"), 3, 1, "out of order: expected 2"),
     (GOOD.replace("2\tB", "1-2\tAB\t_\t_\t_\t_\t_\t_\t_\t_\n2\tB"), 3, 1, "start at the next"),
     (GOOD.replace("\tb\t", "\t\t"), 3, 5, "empty LEMMA"),
@@ -219,7 +219,7 @@ def test_bytes_that_are_not_utf8(tmp_path):
 
 def test_library_errors_become_format_errors():
     # "2-1" is a range the conllu parser rejects; it must not escape as its own exception.
-    with pytest.raises(FormatError, match="bad ID") as caught:
+    with pytest.raises(FormatError, match="ID .2-1. is not a word number") as caught:
         parse_conllu(GOOD.replace("2\tB", "2-1\tB"), source="mem")
     assert str(caught.value).startswith("mem:3:1: ")
 

@@ -381,8 +381,13 @@ def _read_sentence(block: list[tuple[int, str]], source: str, single_root: bool)
         row = ConlluRow(*columns)
         try:
             ident = parse_id_value(row.id)
-        except ParseException as error:
-            raise FormatError(f"bad ID: {error}", source, number, 1) from error
+        except ParseException:
+            raise FormatError(
+                f"ID {row.id!r} is not a word number, a range (1-2) or an empty node (1.1)",
+                source,
+                number,
+                1,
+            ) from None
 
         if isinstance(ident, int):
             if ident != len(words) + 1:
@@ -391,9 +396,14 @@ def _read_sentence(block: list[tuple[int, str]], source: str, single_root: bool)
                 )
             try:
                 head = parse_int_value(row.head)
-            except ParseException as error:
+            except ParseException:
                 column = _column_offset(columns, _HEAD_COLUMN)
-                raise FormatError(f"bad HEAD: {error}", source, number, column) from error
+                raise FormatError(
+                    f"HEAD {row.head!r} is not a word number (0 for the root)",
+                    source,
+                    number,
+                    column,
+                ) from None
             if head is None:
                 column = _column_offset(columns, _HEAD_COLUMN)
                 raise FormatError("a word needs a HEAD, found '_'", source, number, column)
