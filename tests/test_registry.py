@@ -92,6 +92,7 @@ def test_a_new_mechanism_trains_through_translate(prefixes, tmp_path):  # noqa: 
         "train.epochs=null",
         "train.max_updates=3",
         "train.eval_every=3",
+        "data.beam_size=1",  # greedy: an untrained model decodes to its length limit
     )
     train(tiny(prefixes, tmp_path / "run", *extra))
     results = json.loads((tmp_path / "run" / "results.json").read_text())
