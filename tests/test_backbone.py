@@ -14,6 +14,7 @@ import math
 import socket
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,13 +111,17 @@ def random_bert_state(config: dict, seed: int = 0) -> dict[str, torch.Tensor]:
     return state
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-bert")
+def write_tiny_bert(folder: Path) -> Path:
+    """A tiny random BERT as a local source: config, weights and tokenizer in ``folder``."""
     (folder / "config.json").write_text(json.dumps(CONFIG), encoding="utf-8")
     (folder / "model.safetensors").write_bytes(save(random_bert_state(CONFIG)))
     (folder / "tokenizer.json").write_text(tiny_tokenizer().to_str(), encoding="utf-8")
     return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ import json
 
 import pytest
 import torch
-from safetensors.torch import load_file, safe_open, save, save_file
+from safetensors.torch import load_file, safe_open, save_file
 
 from tests.helpers import train
-from tests.test_backbone import CONFIG, random_bert_state, tiny_tokenizer
+from tests.test_backbone import write_tiny_bert
 from tests.test_parser import SMALL, TOY
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.distributed import Replica
@@ -34,11 +34,7 @@ pytest.importorskip("tokenizers")
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    (folder / "config.json").write_text(json.dumps(CONFIG), encoding="utf-8")
-    (folder / "model.safetensors").write_bytes(save(random_bert_state(CONFIG)))
-    (folder / "tokenizer.json").write_text(tiny_tokenizer().to_str(), encoding="utf-8")
-    return folder
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture
