@@ -237,3 +237,41 @@ def test_a_parser_file_of_another_version_is_refused(toy_parser, tmp_path):
     save_file(load_file(str(toy_parser)), str(untagged))
     with pytest.raises(ValueError, match="not a treeattn parser file"):
         Parser.load(untagged)
+
+
+def test_conllu_gives_back_the_original_text(toy_parser, tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    line = "A dog (ran) to help@example.com."
+    text.write_text(line + "\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    args = ["parse", str(text), "--model", str(toy_parser), "--format", "conllu", "-o", str(out)]
+    assert main(args) == 0
+    written = out.read_text(encoding="utf-8")
+    assert f"# text = {line}\n" in written and "# sent_id = 1\n" in written
+    (tree,) = read_conllu(out)
+    assert tree.words == ["A", "dog", "(", "ran", ")", "to", "help@example.com", "."]
+    assert [k for k, misc in enumerate(tree.misc) if misc == "SpaceAfter=No"] == [2, 3, 6]
+    rebuilt = "".join(
+        w + ("" if m == "SpaceAfter=No" else " ")
+        for w, m in zip(tree.words, tree.misc, strict=True)
+    )
+    assert rebuilt.rstrip() == line
+
+
+def test_a_line_of_two_sentences_is_split_on_request_and_else_named(toy_parser, tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("a dog ran.\nI came home. Then I slept.\n", encoding="utf-8")
+    assert main(["parse", str(text), "--model", str(toy_parser)]) == 0
+    captured = capsys.readouterr()
+    trees = [Tree.parse(line) for line in captured.out.splitlines()]
+    assert trees[1].leaves() == ["I", "came", "home", ".", "Then", "I", "slept", "."]
+    assert f"{text}:2: the line seems to hold several sentences" in captured.err
+    assert f"{text}:1:" not in captured.err
+    args = ["parse", str(text), "--model", str(toy_parser), "--split-sentences"]
+    assert main([*args, "--format", "conllu"]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    assert "# sent_id = 2.1\n# text = I came home.\n" in captured.out
+    assert "# sent_id = 2.2\n# text = Then I slept.\n" in captured.out
+    assert main(args) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3

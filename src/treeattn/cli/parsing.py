@@ -8,6 +8,7 @@ import sys
 from treeattn.cli.arguments import positive
 from treeattn.cli.io import run_on_lines
 from treeattn.cli.status import OK
+from treeattn.cli.text import add_split_sentences, line_sentences
 
 
 def add_parse(sub: argparse._SubParsersAction) -> None:
@@ -16,15 +17,24 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
         help="parse raw text: one sentence a line, trees out",
         description="Parse sentences, one per line, with the label attention parser (by "
         "default the model shipped with treeattn, trained on the PTB sample). Sentences are "
-        "tokenized as the Penn Treebank is (--tokenized: words split on spaces, as given); "
-        "output comes in input order, one bracketed tree a line or CoNLL-U. A bad line (empty, "
-        "too long, not UTF-8) is an error naming file:line, exit status 2, and with -o nothing "
-        "is written unless every line parsed.",
+        "tokenized as the Penn Treebank is, URLs and e-mail addresses kept whole "
+        "(--tokenized: words split on spaces, as given); a line is one sentence, or with "
+        "--split-sentences as many as it holds. Output comes in input order, one bracketed "
+        "tree a line or CoNLL-U, whose FORMs, SpaceAfter=No and '# text' comments give back "
+        "the original text. A bad line (empty, too long, not UTF-8) is an error naming "
+        "file:line, exit status 2, and with -o nothing is written unless every line parsed.",
     )
     p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
     p.add_argument("--model", help="a parser (.safetensors, or a checkpoint of a parse run)")
-    p.add_argument("--format", choices=("brackets", "conllu"), default="brackets")
+    p.add_argument(
+        "--format",
+        choices=("brackets", "conllu"),
+        default="brackets",
+        help="brackets: one bracketed tree a line, words as the Penn Treebank writes them "
+        "(-LRB-); conllu: CoNLL-U with the original text (default: brackets)",
+    )
     p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
+    add_split_sentences(p, "one tree each")
     p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
     p.set_defaults(run=_parse)
 
@@ -34,17 +44,39 @@ def _parse(args: argparse.Namespace) -> int:
 
     from treeattn.parsing import Parser
     from treeattn.trees.dependency import format_conllu
+    from treeattn.trees.tokenize import with_text
 
     def parse(lines: list[str], where: str) -> tuple[str, int, float]:
         parser = Parser.load(args.model)
         if args.format == "brackets" and not parser.constituency:
             raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
+        sentences = line_sentences(lines, where, args.split_sentences, args.tokenized)
+        for sentence in sentences:  # checked here to name the input line, not the sentence
+            place = sentence.place(where, args.split_sentences)
+            if not sentence.tokens:
+                raise ValueError(f"{place}: empty sentence")
+            if len(sentence.tokens) > parser.max_length:
+                raise ValueError(
+                    f"{place}: {len(sentence.tokens)} words, more than the parser's limit of "
+                    f"{parser.max_length}"
+                )
         started = time.perf_counter()
-        parsed = parser.parse(lines, args.tokenized, progress=sys.stderr.isatty(), where=where)
+        # The words go in as split here, so that each keeps its place in the line.
+        words = [" ".join(sentence.words) for sentence in sentences]
+        parsed = parser.parse(words, tokenized=True, progress=sys.stderr.isatty(), where=where)
         seconds = time.perf_counter() - started
         if args.format == "brackets":
             return "".join(p.tree.to_brackets() + "\n" for p in parsed), len(parsed), seconds
-        return format_conllu([p.dependencies for p in parsed]), len(parsed), seconds
+        trees = []
+        for sentence, p in zip(sentences, parsed, strict=True):
+            tree = with_text(p.dependencies, sentence.tokens, sentence.text)
+            number = str(sentence.line)
+            tree.metadata = {
+                "sent_id": number + (f".{sentence.index}" if args.split_sentences else ""),
+                **tree.metadata,
+            }
+            trees.append(tree)
+        return format_conllu(trees), len(parsed), seconds
 
     return run_on_lines(args.input, args.out, parse)
 

@@ -1,27 +1,213 @@
 """Raw text into Penn Treebank words: the one tokenizer every reader of raw sentences uses
-(the parser, translation's source side, plain-text corpora), so that swapping it is one
-place.
+(the parser, ``treeattn predict``, translation's source side, plain-text corpora), so that
+swapping it is one place.
 
 Sentences are split as the Penn Treebank is (nltk's ``TreebankWordTokenizer``, which needs
 no data download), with brackets written ``-LRB-``/``-RRB-`` and double quotes as
-``\\`\\``` / ``''``.
+``\\`\\``` / ``''``. Three things are added around it:
+
+- URLs and e-mail addresses are one word each (the Treebank rules would cut them at
+  ``:`` and ``@``);
+- a line is first cut into sentences (``sentence_spans``), so that the full stop of a
+  sentence that is not the line's last is a word of its own (``home .``, not ``home.``);
+- every word keeps its place in the text (``Token.start``, ``Token.end``), so that the
+  original text and its spacing can be rebuilt (CoNLL-U's ``# text`` and ``SpaceAfter``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+from treeattn.trees.dependency import DependencyTree
 
 # Penn Treebank escapes of brackets, which a bracketed tree cannot hold as words.
 ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
+# Words the Treebank rules would cut: URLs (with a scheme, or starting www.) and e-mail
+# addresses. A URL's last character is not punctuation that ends the sentence around it.
+_URL = r"(?:(?:https?|ftp|file)://|www\.)[^\s<>\"]*[^\s<>\".,;:!?'()\[\]{}]"
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+# Only where a word starts: not inside a word, so that "xhttp://" is left to the rules.
+_WHOLE = re.compile(rf"(?<![\w@.+-])(?:{_URL}|{_EMAIL})")
+
+# Words whose full stop does not end a sentence. Lowercase; the stop left out.
+ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st mt ft gen col lt sgt capt gov sen rep rev hon "
+    "inc corp ltd co bros no nos vol vols pp fig figs eq ch sec dept est approx "
+    "vs etc cf al ca jan feb mar apr jun jul aug sep sept oct nov dec "
+    "mon tue tues wed thu thurs fri sat sun".split()
+)
+# A sentence ends at . ! ? (or a run of them), closing quotes or brackets after it, then
+# space and a word that can start a sentence.
+_END = re.compile(r"[.!?]+[\"')\]}’”]*(?=\s+[\"'(\[{‘“`]*[A-Z0-9])")
+_WORD_BEFORE = re.compile(r"[\w.'-]+$")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word: as the Penn Treebank writes it (``word``), as the text has it (``form``,
+    ``text[start:end]``)."""
+
+    word: str
+    form: str
+    start: int
+    end: int
+
 
 def tokenize(sentence: str) -> list[str]:
     """Penn Treebank tokens of one sentence, with PTB escapes for brackets and quotes."""
-    from nltk.tokenize import TreebankWordTokenizer  # imported late: nltk is slow to load
-
-    return escape(TreebankWordTokenizer().tokenize(sentence, convert_parentheses=True))
+    return [token.word for token in tokenize_with_offsets(sentence)]
 
 
 def escape(words: Sequence[str]) -> list[str]:
     """Words with every bracket character written as the Penn Treebank writes it."""
     return ["".join(ESCAPES.get(char, char) for char in word) for word in words]
+
+
+def tokenize_with_offsets(text: str) -> list[Token]:
+    """The Penn Treebank tokens of ``text`` with their places in it; each sentence of the
+    text (``sentence_spans``) is tokenized on its own, so inner full stops are words."""
+    return [
+        token
+        for start, end in sentence_spans(text)
+        for token in _sentence_tokens(text[start:end], start)
+    ]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text`` (one line), spaces around left out.
+
+    A sentence ends at ``.``, ``!`` or ``?`` (and closing quotes or brackets) before space
+    and a capital letter, a digit or an opening quote. A full stop after an abbreviation
+    (``Mr.``, ``e.g.``), an initial (``J.``) or a dotted acronym (``U.S.``) ends none;
+    nor does a stop inside a URL or an e-mail address.
+    """
+    protected = [m.span() for m in _WHOLE.finditer(text)]
+    spans, start = [], 0
+    for match in _END.finditer(text):
+        end = match.end()
+        if any(a < end <= b for a, b in protected) or _abbreviation(text, match):
+            continue
+        spans.append((start, end))
+        start = end
+    spans.append((start, len(text)))
+    # Spaces around each sentence are not part of it; a blank text has no sentence.
+    trimmed = []
+    for a, b in spans:
+        chunk = text[a:b]
+        left = len(chunk) - len(chunk.lstrip())
+        right = len(chunk.rstrip())
+        if right > left:
+            trimmed.append((a + left, a + right))
+    return trimmed
+
+
+def _abbreviation(text: str, end: re.Match[str]) -> bool:
+    """Whether the stop of ``end`` belongs to the word before it rather than ending a
+    sentence."""
+    if not end.group().startswith(".") or end.group().startswith(".."):
+        return False
+    found = _WORD_BEFORE.search(text, 0, end.start())
+    if found is None:
+        return False
+    word = found.group()
+    if word.lower() in ABBREVIATIONS:
+        return True
+    if len(word) == 1 and word.isalpha():  # an initial: J. R. R. Tolkien
+        return True
+    # A dotted acronym or Latin abbreviation: U.S., e.g., i.e., a.m.
+    return bool(re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word))
+
+
+def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
+    """The tokens of one sentence, placed at ``offset`` in the text it came from."""
+    from nltk.tokenize import TreebankWordTokenizer  # imported late: nltk is slow to load
+
+    # URLs and addresses become runs of "x" of the same length: the rules keep such a run
+    # whole, and every offset in the masked text is the offset in the original.
+    whole = {m.start(): m.end() for m in _WHOLE.finditer(sentence)}
+    masked = sentence
+    for a, b in whole.items():
+        masked = masked[:a] + "x" * (b - a) + masked[b:]
+    tokens, position = [], 0
+    for piece in TreebankWordTokenizer().tokenize(masked):
+        start = _find(masked, piece, position)
+        end = whole.get(start) or start + _length(masked, piece, start)
+        form = sentence[start:end]
+        word = form if start in whole else piece
+        tokens.append(Token(escape([word])[0], form, offset + start, offset + end))
+        position = end
+    return tokens
+
+
+def _find(text: str, piece: str, position: int) -> int:
+    """Where the rules' ``piece`` starts in ``text``, at or after ``position``."""
+    while position < len(text) and text[position].isspace():
+        position += 1
+    if _length(text, piece, position) == 0:
+        raise ValueError(f"cannot place the token {piece!r} at {position} in {text!r}")
+    return position
+
+
+def _length(text: str, piece: str, start: int) -> int:
+    """How many characters of ``text`` at ``start`` the token ``piece`` stands for (0:
+    none); the rules write a double quote as `` or ''."""
+    if text.startswith(piece, start):
+        return len(piece)
+    if piece in ("``", "''"):
+        if text.startswith(('"', "“", "”"), start):
+            return 1
+        if text.startswith(("``", "''"), start):
+            return 2
+    return 0
+
+
+def split_tokens(text: str) -> list[Token]:
+    """Words already split on spaces, as given (brackets escaped), with their places."""
+    return [
+        Token(escape([m.group()])[0], m.group(), m.start(), m.end())
+        for m in re.finditer(r"\S+", text)
+    ]
+
+
+def tokenize_sentences(text: str, split: bool = True, tokenized: bool = False) -> list[list[Token]]:
+    """The tokens of each sentence of ``text`` (``split``), or of the whole text as one
+    (a blank text: one empty list). ``tokenized``: the words are split on spaces already
+    (sentences still end as ``sentence_spans`` says)."""
+    tokens = split_tokens(text) if tokenized else tokenize_with_offsets(text)
+    if not split:
+        return [tokens]
+    spans = sentence_spans(text)
+    return [[t for t in tokens if a <= t.start < b] for a, b in spans] or [[]]
+
+
+def with_text(tree: DependencyTree, tokens: Sequence[Token], text: str) -> DependencyTree:
+    """``tree`` (of ``tokens``' words) as CoNLL-U writes raw text: each word's FORM as the
+    text has it (``(``, not ``-LRB-``), ``SpaceAfter=No`` in MISC where no space follows
+    it, and the sentence's text in a ``# text`` comment. The last token's MISC looks at
+    what follows it in ``text`` (the next sentence of the line, or nothing)."""
+    if len(tokens) != tree.n:
+        raise ValueError(f"{len(tokens)} tokens for a tree of {tree.n} words")
+    misc = []
+    for k, token in enumerate(tokens):
+        glued = token.end < len(text) and not text[token.end].isspace()
+        kept = [] if tree.misc[k] == "_" else tree.misc[k].split("|")
+        if glued:
+            kept.append("SpaceAfter=No")
+        misc.append("|".join(kept) or "_")
+    return DependencyTree(
+        [t.form for t in tokens],
+        tree.heads,
+        tree.relations,
+        upos=tree.upos,
+        xpos=tree.xpos,
+        lemmas=tree.lemmas,
+        feats=tree.feats,
+        deps=tree.deps,
+        misc=misc,
+        metadata={**tree.metadata, "text": text[tokens[0].start : tokens[-1].end]},
+        multiword_tokens=tree.multiword_tokens,
+        empty_nodes=tree.empty_nodes,
+    )
