@@ -171,9 +171,12 @@ def test_one_line_reader_for_every_command(tmp_path, monkeypatch):
     assert read_lines(str(text), blank_lines=True) == (["a b", "", "c", "", ""], str(text))
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    assert read_lines(str(empty), blank_lines=True) == ([], str(empty))
-    with pytest.raises(ValueError, match="empty input"):
-        read_lines(str(empty))
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n")
+    for source in (empty, blank):  # refused alike with blank lines kept or not
+        for keep in (False, True):
+            with pytest.raises(ValueError, match=f"{source}: empty input"):
+                read_lines(str(source), blank_lines=keep)
 
     class Stdin:
         buffer = __import__("io").BytesIO(b"\xef\xbb\xbfx y\r\nz\n")

@@ -230,6 +230,42 @@ def test_translate_names_the_bad_line_and_writes_nothing(checkpoint, tmp_path, c
     assert f"{deep}:3: a token lies" in capsys.readouterr().err
 
 
+def test_split_sentences_translates_each_apart_and_else_warns(checkpoint, tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("A dog runs. Two men sit on a bench.\nA girl.\n")
+    assert main(["translate", str(checkpoint), str(text), "--split-sentences"]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    split = captured.out.split("\n")
+    alone = []
+    for sentence in ("A dog runs.", "Two men sit on a bench."):
+        single = tmp_path / "one.txt"
+        single.write_text(sentence + "\n")
+        assert main(["translate", str(checkpoint), str(single)]) == 0
+        alone.append(capsys.readouterr().out.rstrip("\n"))
+    assert split[0] == " ".join(alone) and len(split) == 3
+    assert main(["translate", str(checkpoint), str(text)]) == 0
+    err = capsys.readouterr().err
+    assert f"{text}:1: the line seems to hold several sentences" in err and f"{text}:2" not in err
+    trees = tmp_path / "trees.txt"
+    trees.write_text("(S (NN a))\n(S (NN b))\n")
+    args = ["translate", str(checkpoint), str(text), "--split-sentences", "--trees", str(trees)]
+    assert main(args) == 2
+    assert "cannot go with --split-sentences" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_translate_refuses_an_input_without_a_sentence_as_parse_does(
+    checkpoint, tmp_path, capsys, content
+):
+    empty = tmp_path / "empty.txt"
+    empty.write_text(content)
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(checkpoint), str(empty), "-o", str(out)]) == 2
+    assert f"{empty}: empty input, no sentence to read" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, tmp_path, capsys):
     assert main(["cross-attention", str(checkpoint), "val"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]

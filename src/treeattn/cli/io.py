@@ -15,8 +15,9 @@ def read_lines(source: str, blank_lines: bool = False) -> tuple[list[str], str]:
     """The lines of a UTF-8 file, or of standard input for ``-``, and a name for errors.
 
     With ``blank_lines`` every line is kept, blank ones included (the line break that ends
-    the last line does not start another), and an empty input has no line. Otherwise blank
-    lines at the end are left out, and an input with no line is an error.
+    the last line does not start another). Otherwise blank lines at the end are left out.
+    Either way an input with no sentence (no line, or blank lines only) is an error, so
+    that every command refuses it alike.
     """
     if source == "-":
         if sys.stdin is None:  # started with standard input closed (``<&-``)
@@ -28,9 +29,9 @@ def read_lines(source: str, blank_lines: bool = False) -> tuple[list[str], str]:
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()
-        return lines, where
-    lines = text_lines(text)
-    if not lines:
+    else:
+        lines = text_lines(text)
+    if not any(line.strip() for line in lines):
         raise ValueError(f"{where}: empty input, no sentence to read")
     return lines, where
 

@@ -8,6 +8,7 @@ import sys
 from treeattn.cli.arguments import positive
 from treeattn.cli.io import run_on_lines
 from treeattn.cli.status import OK
+from treeattn.cli.text import add_split_sentences, several_sentences, warn_several_sentences
 
 
 def add_translate(sub: argparse._SubParsersAction) -> None:
@@ -17,9 +18,11 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
         description="Translate sentences, one per line, with a checkpoint of a translate run: "
         "one detokenized line out per line in, in order, an empty line for an empty line. A "
         "model whose encoder reads trees parses the input first with the parser it was "
-        "trained with (or reads --trees). Beam search (--beam 1: greedy). A bad line (not "
-        "UTF-8, too long for the model) is an error naming file:line, exit status 2, and "
-        "with -o nothing is written unless every line was translated.",
+        "trained with (or reads --trees). A line is one sentence; --split-sentences "
+        "translates each sentence of a line apart and joins the translations. Beam search "
+        "(--beam 1: greedy). A bad line (not UTF-8, too long for the model) is an error "
+        "naming file:line, and so is an input without a sentence: exit status 2, and with -o "
+        "nothing is written unless every line was translated.",
     )
     p.add_argument("model", help="a best.pt or last.pt of a translate run")
     p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
@@ -31,12 +34,15 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
         help="the source trees, one bracketed tree per input line (empty where the line is), "
         "leaves as the Penn Treebank tokenizes the line",
     )
+    add_split_sentences(p, "translated apart, joined by a space")
     p.set_defaults(run=_translate)
 
 
 def _translate(args: argparse.Namespace) -> int:
     def translate(lines: list[str], where: str) -> tuple[str, int, float]:
-        outputs, seconds = translate_lines(args.model, lines, where, args.beam, args.trees)
+        outputs, seconds = translate_lines(
+            args.model, lines, where, args.beam, args.trees, args.split_sentences
+        )
         done = sum(1 for line in lines if line.strip())
         return "".join(out + "\n" for out in outputs), done, seconds
 
@@ -44,31 +50,50 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def translate_lines(
-    model: str, lines: list[str], where: str, beam: int | None, trees_file: str | None
+    model: str,
+    lines: list[str],
+    where: str,
+    beam: int | None,
+    trees_file: str | None,
+    split: bool = False,
 ) -> tuple[list[str], float]:
     """One translation per line of ``lines``, "" for a blank line, and the seconds they
-    took once the model was loaded (parsing the input included)."""
+    took once the model was loaded (parsing the input included). With ``split`` each
+    sentence of a line is translated apart and the translations joined by a space."""
     import time
 
     from treeattn.parsing.tree_source import read_aligned_trees
     from treeattn.tasks.trained import load_trained
     from treeattn.tasks.translate import TranslateTask
+    from treeattn.trees.tokenize import sentence_spans
 
     trained = load_trained(model)
     task = trained.task
     if not isinstance(task, TranslateTask):
         raise ValueError(f"{model}: a {trained.cfg.task} model, not a translation model")
+    if split and trees_file is not None:
+        raise ValueError("--trees holds one tree a line; it cannot go with --split-sentences")
     started = time.perf_counter()
     numbers = [k for k, line in enumerate(lines, start=1) if line.strip()]
     trees = None if trees_file is None else read_aligned_trees(trees_file, len(lines), numbers)
-    outputs = [""] * len(lines)
-    if not numbers:
-        return outputs, time.perf_counter() - started
-    pairs = task.sources([lines[k - 1] for k in numbers], where, numbers, trees, trees_file or "")
+    if not split:
+        warn_several_sentences(several_sentences(lines), where)
+    # Each sentence with the number of its line, for errors and to join the outputs.
+    units = [
+        (k, lines[k - 1][a:b])
+        for k in numbers
+        for a, b in (sentence_spans(lines[k - 1]) if split else [(0, len(lines[k - 1]))])
+    ]
+    if not units:
+        return [""] * len(lines), time.perf_counter() - started
+    texts, found_in = [text for _, text in units], [k for k, _ in units]
+    pairs = task.sources(texts, where, found_in, trees, trees_file or "")
     data = task.encode(pairs, where)
     found = task.translations(trained.model, data, trained.device, beam, sys.stderr.isatty())
-    for k, text in zip(numbers, found, strict=True):
-        outputs[k - 1] = text
+    joined: dict[int, list[str]] = {}
+    for k, text in zip(found_in, found, strict=True):
+        joined.setdefault(k, []).append(text)
+    outputs = [" ".join(joined.get(k, [])) for k in range(1, len(lines) + 1)]
     return outputs, time.perf_counter() - started
 
 
