@@ -295,13 +295,51 @@ def test_a_labeled_sentence_file_trains_and_predicts(tmp_path, capsys):
         ["the film was awful", "(S (NP (DT the) (NN film)) (VP (VBD was) (JJ fine)))"],
     )
     assert main(["predict", model, inputs]) == 0
-    assert capsys.readouterr().out == "neg\npos\n"
+    captured = capsys.readouterr()
+    assert captured.out == "neg\npos\n" and "warning" not in captured.err
+    two = _write(tmp_path / "two.txt", ["The film was good. It was fine.", "the film was fine"])
+    assert main(["predict", model, two]) == 0
+    captured = capsys.readouterr()
+    assert f"{two}:1: the line seems to hold several sentences; read as one\n" in captured.err
+    assert f"{two}:2" not in captured.err and len(captured.out.splitlines()) == 2
     unknown = _write(tmp_path / "odd.tsv", ["meh\tthe film was good"])
     assert main(["evaluate", model, unknown]) == 2
     assert "sentence 1 has the label 'meh', which training did not have" in capsys.readouterr().err
     no_tab = _write(tmp_path / "bad.tsv", ["pos the film"])
     assert main(["evaluate", model, no_tab]) == 2
     assert f"{no_tab}:1:1: expected 'LABEL<TAB>sentence'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "names"),
+    [
+        ("sst5", ["very negative", "negative", "neutral", "positive", "very positive"]),
+        ("sst2", ["negative", "positive"]),
+    ],
+)
+def test_sst_predictions_are_class_names_of_ptb_words(name, names):
+    from treeattn.tasks.sentences import LabeledSentence
+
+    task = make_task(
+        load_config(None, [f"data.name={name}", "model.d_model=16", "model.n_heads=2"])
+    )
+    assert task.dataset.class_names == tuple(names)
+    words = ["it", "was", "n't", "good", "."]
+    task.fit([LabeledSentence(words, str(k)) for k in range(len(names))])
+    lines = ["It wasn't good.", "It was n't good .", "I loved every minute of it."]
+    examples = task.read_inputs(lines, "in.txt")
+    assert examples[0].tokens == examples[1].tokens == ["It", "was", "n't", "good", "."]
+    assert examples[2].tokens[-2:] == ["it", "."]  # not "it."
+    model = task.build_model()
+    with torch.no_grad():  # every class, by its name: the bias decides
+        for param in model.parameters():
+            param.zero_()
+        for k, expected in enumerate(names):
+            bias = [p for n, p in model.named_parameters() if n.endswith("bias")][-1]
+            bias.zero_()
+            bias[k] = 1.0
+            data = task.encode(examples, "in.txt")
+            assert task.predict(model, data, torch.device("cpu")) == [expected] * 3
 
 
 def test_predict_gives_one_label_per_line_in_order(tmp_path, capsys):

@@ -56,13 +56,14 @@ def line_sentences(
     ]
 
 
-def warn_several_sentences(numbers: Sequence[int], where: str) -> None:
+def warn_several_sentences(numbers: Sequence[int], where: str, hint: bool = True) -> None:
     """One warning a line (the first few, then a count) for lines read as one sentence
-    that seem to hold several."""
+    that seem to hold several; ``hint``: name --split-sentences, where the command has it."""
+    advice = " (--split-sentences reads each apart)" if hint else ""
     for number in numbers[:SHOWN]:
         print(
             f"treeattn: warning: {where}:{number}: the line seems to hold several sentences; "
-            "read as one (--split-sentences reads each apart)",
+            f"read as one{advice}",
             file=sys.stderr,
         )
     if len(numbers) > SHOWN:

@@ -10,6 +10,7 @@ from pathlib import Path
 from treeattn.cli.arguments import add_overrides
 from treeattn.cli.io import read_lines, write_output
 from treeattn.cli.status import INTERRUPTED, OK
+from treeattn.cli.text import several_sentences, warn_several_sentences
 
 
 def add_train(sub: argparse._SubParsersAction) -> None:
@@ -70,12 +71,14 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         "predict",
         help="run a checkpoint on new input, one output line per input line",
         description="Run a saved model on unlabeled input, one item per line, and print one "
-        "line per input line, in order. classify: a sentence (words separated by spaces, or "
-        "a bracketed tree; ListOps: an expression) gives its class; for models that read "
-        "trees, words are parsed first (--parser). mlm: a sentence with "
-        "<mask> words gives the sentence with them filled in. "
-        "parse: a tokenized sentence gives its tree (--format brackets, the default for "
-        "constituency models, or conllu).",
+        "line per input line, in order. classify: a sentence (raw text, split into words "
+        "as `treeattn parse` splits it, or a bracketed tree; ListOps: an expression) gives "
+        "its class, by name where the data set names them (SST-5: very negative ... very "
+        "positive; SST-2: negative, positive); for models that read trees, words are parsed "
+        "first (--parser). mlm: a sentence with <mask> words (split on spaces) gives the "
+        "sentence with them filled in. parse: a sentence gives its tree (--format brackets, "
+        "the default for constituency models, or conllu). A line is one item: a line that "
+        "seems to hold several sentences gets a warning naming file:line.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
@@ -99,6 +102,9 @@ def _predict(args: argparse.Namespace) -> int:
             raise ValueError(f"--parser: a {trained.cfg.task} model parses nothing")
         trained.task.parser_path = args.parser
     lines, where = read_lines(args.input)
+    # Bracketed trees (a line starting with "(") hold no run-on sentence to warn about.
+    sentences = ["" if line.lstrip().startswith("(") else line for line in lines]
+    warn_several_sentences(several_sentences(sentences), where, hint=False)
     outputs = trained.predict(lines, where, args.format)
     write_output("".join(out if out.endswith("\n") else out + "\n" for out in outputs), args.out)
     return OK

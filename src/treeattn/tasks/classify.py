@@ -38,6 +38,7 @@ from treeattn.tasks.datasets import (
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
 from treeattn.tasks.sentences import LabeledSentence, lowercased
 from treeattn.trees import Tree
+from treeattn.trees.tokenize import tokenize
 
 MLM_KEYS = ("mask_rate", "mask_split")  # of the data section all sentence tasks once shared
 # The keys of the one data section that ListOps, SST and labeled files shared before each
@@ -256,9 +257,11 @@ class ClassifyTask(Task):
 
     def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
         """One sentence per line: a ListOps expression; or, for the other data sets, one
-        bracketed tree or words separated by spaces. A model that reads trees gets, for
-        words, the trees of the parser (``parser_path``; default: the shipped model) as its
-        training trees were prepared (``training_tree``)."""
+        bracketed tree or a raw sentence, split into words as ``treeattn parse`` splits it
+        (``tokenize``: "it." is two words, "wasn't" and "was n't" the same two). A model
+        that reads trees gets, for words, the trees of the parser (``parser_path``;
+        default: the shipped model) as its training trees were prepared
+        (``training_tree``)."""
         m = self.cfg.model
         needs_tree = encoder_entry(m.attention).needs_trees
         trees: dict[int, Tree] = {}
@@ -270,7 +273,7 @@ class ClassifyTask(Task):
             if tree is not None:
                 trees[number] = self.training_tree(tree)
             else:
-                words[number] = line.split()
+                words[number] = tokenize(line)
         if words and needs_tree:
             source = TreeSource(PARSER, self.parser_path, cache=False)
             numbers = list(words)
@@ -297,8 +300,11 @@ class ClassifyTask(Task):
     def predict(
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
     ) -> list[str]:
+        """Each sentence's class, by name where the data set names its classes (SST:
+        ``very negative`` ... ``very positive``), else its label."""
         predictions, _ = self._predictions(model, data, device)
-        return [self.classes[k] for k in predictions.tolist()]
+        names = self.dataset.class_names or self.classes
+        return [names[k] for k in predictions.tolist()]
 
 
 def _logits(model: nn.Module, batch: SentenceBatch) -> torch.Tensor:

@@ -25,6 +25,7 @@ from treeattn.data.ptb import load_ptb_sample
 from treeattn.data.ud import load_ud
 from treeattn.engine.config import Config, check_positive
 from treeattn.engine.task import Selection, Task
+from treeattn.errors import FormatError
 from treeattn.metrics.dependency import attachment_scores
 from treeattn.metrics.evalb import EvalbResult, evalb, format_evalb
 from treeattn.parsing import Parser
@@ -35,8 +36,8 @@ from treeattn.parsing.examples import ParseExample, ptb_example, ud_example
 from treeattn.parsing.network import LabelAttentionParser
 from treeattn.parsing.vocab import IGNORE, ParserVocab
 from treeattn.structs import CKY
-from treeattn.tasks.sentences import lines_to_sentences
 from treeattn.trees.dependency import format_conllu, read_conllu
+from treeattn.trees.tokenize import tokenize
 from treeattn.trees.transforms import clean_ptb
 from treeattn.trees.treebank import iter_treebank
 
@@ -312,10 +313,14 @@ class ParseTask(Task):
         return metrics, result
 
     def read_inputs(self, lines: Sequence[str], where: str) -> list[ParseExample]:
-        """One tokenized sentence per line (words separated by spaces)."""
-        examples = [
-            ParseExample(words, ["_"] * len(words)) for words in lines_to_sentences(lines, where)
-        ]
+        """One sentence per line, split into words as ``treeattn parse`` splits it
+        (``tokenize``; words already split on spaces read the same)."""
+        examples = []
+        for number, line in enumerate(lines, start=1):
+            words = tokenize(line)
+            if not words:
+                raise FormatError("empty line", where, number, 1)
+            examples.append(ParseExample(words, ["_"] * len(words)))
         self._check_lengths(examples, where)
         return examples
 

@@ -30,12 +30,15 @@ class DataSet(ABC):
     register it (``register_dataset``).
 
     ``Settings`` is the dataclass of the ``data`` section that names it; ``classes`` the
-    class names where they are fixed (None: a task takes them from the training labels).
+    class labels where they are fixed, as the data files write them (None: a task takes
+    them from the training labels); ``class_names`` what predictions print for them, where
+    the labels are bare numbers with a meaning (None: the labels themselves).
     """
 
     name: ClassVar[str]
     Settings: ClassVar[type[SentenceSettings]]
     classes: ClassVar[tuple[str, ...] | None] = None
+    class_names: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings

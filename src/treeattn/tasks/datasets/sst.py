@@ -28,6 +28,7 @@ class Sst5(DataSet):
     name = "sst5"
     Settings = SstSettings
     classes = tuple(str(k) for k in range(5))
+    class_names = ("very negative", "negative", "neutral", "positive", "very positive")
     fine_grained: ClassVar[bool] = True
 
     @property
@@ -82,6 +83,7 @@ class Sst5(DataSet):
 class Sst2(Sst5):
     name = "sst2"
     classes = ("0", "1")
+    class_names = ("negative", "positive")
     fine_grained = False
 
 
