@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from treeattn.data.batching import bucket_batches
+from treeattn.models.inputs import EncoderInputs
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees.lnr import to_lnr
@@ -17,12 +19,10 @@ from treeattn.viz.attention import SHARE_KEYS, attention_share, plot_attention
 from treeattn.viz.trees import draw_tree
 
 
-def _weights(saved: Trained, batch) -> list[torch.Tensor]:
-    """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves]."""
-    inputs = batch.inputs
-    _, _, weights = saved.model.encoder(
-        inputs.tokens, inputs.node_labels, inputs.trees, return_weights=True
-    )
+def layer_weights(encoder: nn.Module, inputs: EncoderInputs) -> list[torch.Tensor]:
+    """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves] of a
+    hierarchical ``encoder`` for a typed batch."""
+    _, _, weights = encoder(inputs.tokens, inputs.node_labels, inputs.trees, return_weights=True)
     return weights
 
 
@@ -72,7 +72,9 @@ def attention_shares(
         node_pad, leaf_pad = trees.node_pad_mask, trees.leaf_pad_mask
         node_mask = torch.cat([torch.ones_like(node_pad), torch.zeros_like(leaf_pad)], 1)
         share = attention_share(
-            _weights(saved, batch), node_mask, torch.cat([node_pad, leaf_pad], 1)
+            layer_weights(saved.model.encoder, batch.inputs),
+            node_mask,
+            torch.cat([node_pad, leaf_pad], 1),
         )
         # Batches differ in size: weight each by its number of queries of each kind.
         batch_counts = {"node": int((~node_pad).sum()), "leaf": int((~leaf_pad).sum())}
@@ -101,7 +103,7 @@ def draw_sentence(
     example = examples[index - 1]
     encoded = saved.encode([example], f"{where}: sentence {index}")
     batch = encoded.batch([0]).to(saved.device)
-    weights = _weights(saved, batch)
+    weights = layer_weights(saved.model.encoder, batch.inputs)
     if not -len(weights) <= layer < len(weights):
         raise ValueError(f"layer {layer} does not exist; the model has {len(weights)}")
     lnr = to_lnr(example.tree)

@@ -135,9 +135,24 @@ class ConstituentAttention(nn.Module):
         new = neighbour_links(self.link_query(x), self.link_key(x), lengths)
         links = hierarchical_links(context.get(LINKS), new)
         context[LINKS] = links
-        prior = constituent_prior(links, self.prior_diagonal)  # (B, n, n)
         q, k, v = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
+        probs = self._prior_probs(q, k, pad_mask, links)
+        return self.out(merge_heads(self.dropout(probs) @ v))
+
+    def _prior_probs(
+        self, q: torch.Tensor, k: torch.Tensor, pad_mask: torch.Tensor, links: torch.Tensor
+    ) -> torch.Tensor:
+        """E = C * softmax(Q K^T / sqrt(d_k)), (B, H, n, n), not renormalised."""
+        prior = constituent_prior(links, self.prior_diagonal)  # (B, n, n)
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         scores = scores.masked_fill(pad_mask[:, None, None, :], -torch.inf)
-        probs = torch.softmax(scores, dim=-1) * prior[:, None]
-        return self.out(merge_heads(self.dropout(probs) @ v))
+        return torch.softmax(scores, dim=-1) * prior[:, None]
+
+    def attention_weights(
+        self, x: torch.Tensor, pad_mask: torch.Tensor, context: dict
+    ) -> torch.Tensor:
+        """(B, H, n, n) the probabilities ``forward`` mixes values with (before dropout),
+        for ``context`` as this layer's pass left it (holding its own links); for looking
+        inside."""
+        q, k, _ = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
+        return self._prior_probs(q, k, pad_mask, context[LINKS])

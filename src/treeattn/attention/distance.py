@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.attention.registry import LAYER, Reads, register_attention
-from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.attention.vanilla import attention_probs, merge_heads, split_heads
 
 GAPS = Reads.GAPS  # context key: (B, n-1) distances between adjacent tokens
 BIAS = "distance_mask"  # context key: the (B, 1, n, n) additive gate, built once per pass
@@ -169,8 +169,7 @@ class DistanceAttention(nn.Module):
         q, k, v = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
         p = self.dropout if self.training else 0.0
         real_keys = ~pad_mask[:, None, None, :]  # (B, 1, 1, n)
-        local = self.layers is None or context.get(LAYER, 0) in self.layers
-        h = self.local_heads if local else 0
+        h = self.local_heads_in(context.get(LAYER, 0))
         if h == 0:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=real_keys, dropout_p=p)
             return self.out(merge_heads(out))
@@ -187,6 +186,26 @@ class DistanceAttention(nn.Module):
             q[:, h:], k[:, h:], v[:, h:], attn_mask=real_keys, dropout_p=p
         )
         return self.out(merge_heads(torch.cat([near, far], dim=1)))
+
+    def attention_weights(
+        self, x: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
+    ) -> torch.Tensor:
+        """(B, H, n, n) the probabilities ``forward`` mixes values with (before dropout):
+        the gated local heads first, then the global ones; for looking inside."""
+        context = {} if context is None else context
+        q, k, _ = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
+        real_keys = ~pad_mask[:, None, None, :]
+        h = self.local_heads_in(context.get(LAYER, 0))
+        if h == 0:
+            return attention_probs(q, k, real_keys)
+        key = (BIAS, self.gate, self.tau)
+        bias = context[key] if key in context else self._local_mask(context, pad_mask, x.dtype)
+        near = attention_probs(q[:, :h], k[:, :h], bias)
+        return torch.cat([near, attention_probs(q[:, h:], k[:, h:], real_keys)], dim=1)
+
+    def local_heads_in(self, layer: int) -> int:
+        """How many heads (the first ones) keep to local ranges in encoder layer ``layer``."""
+        return self.local_heads if self.layers is None or layer in self.layers else 0
 
     def _local_mask(self, context: dict, pad_mask: torch.Tensor, dtype: torch.dtype):
         """(B, 1, n, n): the additive log gate, padded keys shut; padded queries see every

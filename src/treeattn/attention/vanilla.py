@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -19,6 +21,16 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(B, H, n, d / H) -> (B, n, d)."""
     b, h, n, dh = x.shape
     return x.transpose(1, 2).reshape(b, n, h * dh)
+
+
+def attention_probs(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d_h) + bias) for queries and keys (B, H, n, d_h), as
+    ``F.scaled_dot_product_attention`` weighs values; ``bias`` is additive, or boolean
+    (True where attention may flow), broadcast to (B, H, n, n)."""
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if bias.dtype == torch.bool:
+        return scores.masked_fill(~bias, -torch.inf).softmax(-1)
+    return (scores + bias).softmax(-1)
 
 
 @register_attention("vanilla")
@@ -42,3 +54,11 @@ class VanillaSelfAttention(nn.Module):
             q, k, v, attn_mask=allowed, dropout_p=self.dropout if self.training else 0.0
         )
         return self.out(merge_heads(y))
+
+    def attention_weights(
+        self, x: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
+    ) -> torch.Tensor:
+        """(B, H, n, n) the probabilities ``forward(x, pad_mask)`` mixes values with (before
+        dropout), for looking inside: the fused kernel above does not return them."""
+        q, k, _ = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))
+        return attention_probs(q, k, ~pad_mask[:, None, None, :])
