@@ -1,5 +1,5 @@
 """Commands that look inside trained models: attention, latent-trees, induce,
-induce-curve, constituent-prior. The analyses compute and format; these commands print."""
+induce-curve, constituent-prior, view. The analyses compute and format; these commands print."""
 
 from __future__ import annotations
 
@@ -236,4 +236,42 @@ def _constituent_prior(args: argparse.Namespace) -> int:
 
     saved = load_tree_transformer(args.checkpoint)
     print(f"written to {draw_priors(saved, args.sentence, args.out, args.layers)}")
+    return OK
+
+
+def add_view(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "view",
+        help="an interactive HTML page of a model's trees and attention, layer by layer",
+        description="Write one self-contained HTML page (inline SVG, style and script; it "
+        "fetches nothing and opens from disk) for a few sentences: each sentence's "
+        "constituency tree and dependency arcs (head rules), the attention of every layer "
+        "and head as a heat map (click a word, or a phrase node of a hierarchical model, to "
+        "see where it attends; a slider picks the layer), and what the mechanism's paper "
+        "looks at: link probabilities and the constituent prior per layer (constituent), "
+        "each word's local range (distance), the latent trees and their marginals "
+        "(structured), attention on phrase nodes against words (hierarchical). FILE holds "
+        "one input a line, as `treeattn predict` reads them (a sentence, or a bracketed "
+        "tree); without FILE the sentences of --split are shown. The page says what it "
+        "leaves out beyond --max-sentences and --max-heads.",
+    )
+    p.add_argument("checkpoint", metavar="MODEL", help="a best.pt or last.pt of a trained model")
+    p.add_argument("input", nargs="?", metavar="FILE", help="input lines (- : stdin)")
+    p.add_argument("--split", default="test", help="split shown without FILE (default: test)")
+    p.add_argument("-o", "--out", metavar="PAGE", help="the HTML file (default: stdout)")
+    p.add_argument(
+        "--max-sentences", type=positive, default=20, help="sentences shown (default 20)"
+    )
+    p.add_argument("--max-heads", type=positive, default=8, help="heads shown per layer (8)")
+    p.set_defaults(run=_view)
+
+
+def _view(args: argparse.Namespace) -> int:
+    from treeattn.analysis.view import view_page
+
+    lines, where = (None, "<input>") if args.input is None else read_lines(args.input)
+    page = view_page(args.checkpoint, lines, where, args.split, args.max_sentences, args.max_heads)
+    write_output(page, args.out)
+    if args.out:
+        print(f"written to {args.out}", file=sys.stderr)
     return OK

@@ -1,0 +1,365 @@
+"""What ``treeattn view`` shows of a trained model, as plain data: for a few sentences,
+their trees, every layer and head's attention, and what each mechanism's paper looks at.
+
+The attention is read, not recomputed differently: forward hooks on the model's own
+attention layers ask each layer for the probabilities its forward pass mixed values with
+(``attention_weights``), the hierarchical encoder returns its weights itself, and the latent
+trees of structured attention come from the same scores and marginals as in the forward
+pass. The page itself is drawn by ``treeattn.viz.page``, which imports no model.
+
+Probabilities go to the page rounded to ``DIGITS`` decimals, as integers (per mille), which
+keeps a page of twenty sentences of a six-layer model to a few megabytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from treeattn.analysis.hierarchical import layer_weights
+from treeattn.analysis.induction import trees_from_links
+from treeattn.analysis.latent_trees import decode_heads
+from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
+from treeattn.attention.distance import BIAS, DistanceAttention
+from treeattn.attention.registry import LAYER
+from treeattn.attention.structured import StructuredAttention, arc_marginals
+from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.tasks.sentences import LabeledSentence
+from treeattn.tasks.trained import Trained, load_trained
+from treeattn.trees import Tree, to_dependency
+from treeattn.viz.page import render_page
+
+SCALE = 1000  # probabilities are stored as integers in thousandths
+MAX_SENTENCES = 20
+MAX_HEADS = 8
+
+
+def quantize(values: torch.Tensor) -> list[int]:
+    """Probabilities, flattened, as integers in thousandths (what the page stores)."""
+    return (values.detach().float().clamp(0, 1) * SCALE).round().to(torch.int64).flatten().tolist()
+
+
+@dataclass
+class Captured:
+    """One sentence's pass: per layer, attention (H, q, q) and the mechanism's extras."""
+
+    attention: list[torch.Tensor]
+    links: list[torch.Tensor]  # constituent: (n-1,) per layer
+    priors: list[torch.Tensor]  # constituent: (n, n) per layer
+    gates: list[torch.Tensor]  # distance: (n, n) per layer with local heads
+    local_heads: list[int]  # distance: how many heads are local, per layer
+    marginals: list[torch.Tensor]  # structured: (H, n+1, n+1) per layer
+    best_heads: list[list[list[int]]]  # structured: per layer and head, heads (0 = root)
+
+
+def _empty() -> Captured:
+    return Captured([], [], [], [], [], [], [])
+
+
+def _attention_layers(model: nn.Module) -> list[nn.Module]:
+    layers = [m for m in model.modules() if hasattr(m, "attention_weights")]
+    layers += [m for m in model.modules() if isinstance(m, StructuredAttention)]
+    if not layers:
+        raise ValueError("the model has no attention layer whose weights can be shown")
+    return layers
+
+
+def _hook(module: nn.Module, found: Captured):
+    """A forward hook that keeps what ``module`` attended with in this pass; the forward
+    pass itself is untouched."""
+
+    def keep(_module: nn.Module, inputs: tuple, _output: Any) -> None:
+        x, pad_mask, context = inputs
+        if isinstance(module, StructuredAttention):
+            return  # its arc scorer's hook keeps the marginals
+        found.attention.append(module.attention_weights(x, pad_mask, context)[0])
+        if isinstance(module, ConstituentAttention):
+            links = context[LINKS]  # this layer's, a^l
+            found.links.append(links[0])
+            found.priors.append(constituent_prior(links, module.prior_diagonal)[0])
+        if isinstance(module, DistanceAttention):
+            local = module.local_heads_in(context.get(LAYER, 0))
+            found.local_heads.append(local)
+            if local:
+                bias = context[(BIAS, module.gate, module.tau)]  # (B, 1, n, n) log gate
+                found.gates.append(bias[0, 0].exp())
+
+    return keep
+
+
+def _structured_hook(module: StructuredAttention, found: Captured):
+    def keep(_module: nn.Module, _inputs: tuple, scores: torch.Tensor) -> None:
+        size = scores.shape[-1]
+        lengths = torch.tensor([size - 1], device=scores.device)
+        marginals = arc_marginals(scores, lengths, module.structure)[0]  # (H, n+1, n+1)
+        found.marginals.append(marginals)
+        # Each word's parent distribution over the words: column i of the arcs.
+        found.attention.append(marginals[:, 1:, 1:].transpose(-1, -2))
+        best = decode_heads(scores[0], lengths.expand(scores.shape[1]), module.structure)
+        found.best_heads.append([row[1:] for row in best.tolist()])
+
+    return keep
+
+
+@torch.no_grad()
+def capture(saved: Trained, inputs) -> Captured:
+    """Run the encoder of ``saved`` on one sentence's typed batch ``inputs`` (B = 1)."""
+    encoder = saved.model.encoder
+    found = _empty()
+    if isinstance(encoder, HierarchicalEncoder):
+        found.attention = [w[0] for w in layer_weights(encoder, inputs)]
+        return found
+    handles = []
+    for module in _attention_layers(encoder):
+        handles.append(module.register_forward_hook(_hook(module, found)))
+        if isinstance(module, StructuredAttention):
+            hook = _structured_hook(module, found)
+            handles.append(module.arc_scorer.register_forward_hook(hook))
+    try:
+        encoder.encode_inputs(inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found
+
+
+def tree_json(tree: Tree, node_index: dict[tuple[int, int, int], int] | None = None) -> dict:
+    """A tree as the page draws it: ``{"label", "node", "children"}``, a leaf as its word's
+    index. ``node`` is the model's index of the phrase node (hierarchical models: nodes by
+    span and their order among nodes of one span, top down), else None."""
+    seen: dict[tuple[int, int], int] = {}
+
+    def walk(node: Tree | str, start: int) -> tuple[Any, int]:
+        if isinstance(node, str):
+            return start, start + 1
+        children, end = [], start
+        for child in node.children:
+            drawn, end = walk(child, end)
+            children.append(drawn)
+        k = seen.get((start, end), 0)
+        seen[(start, end)] = k + 1
+        index = None if node_index is None else node_index.get((start, end, k))
+        return {"label": node.label, "node": index, "children": children}, end
+
+    return walk(tree, 0)[0]
+
+
+def _model_nodes(item) -> tuple[list[list[int]], dict[tuple[int, int, int], int]]:
+    """The spans of the model's phrase nodes (pre-order) and their index by (start, end,
+    order among nodes of that span)."""
+    spans = list(zip(item.tree.node_start.tolist(), item.tree.node_end.tolist(), strict=True))
+    index: dict[tuple[int, int, int], int] = {}
+    for t, (start, end) in enumerate(spans):
+        k = sum(1 for s in spans[:t] if s == (start, end))
+        index[(start, end, k)] = t
+    return [list(s) for s in spans], index
+
+
+def _heads_of(tree: Tree) -> list[int] | None:
+    """Dependency heads of the tree's words by head rules (0 = root), or None where the
+    rules cannot convert it."""
+    try:
+        return list(to_dependency(tree).heads)
+    except ValueError:
+        return None
+
+
+def _panel(title: str, rows: Sequence[str], cols: Sequence[str], values, note: str = "") -> dict:
+    """A grid the page draws beside the attention: ``values`` one (rows x cols) tensor, or a
+    list of them, one per layer (then the layer slider picks)."""
+    per_layer = isinstance(values, list)
+    layers = values if per_layer else [values]
+    return {
+        "title": title,
+        "note": note,
+        "rows": list(rows),
+        "cols": list(cols),
+        "per_layer": per_layer,
+        "values": [quantize(v) for v in layers],
+    }
+
+
+def _panels(found: Captured, words: list[str], heads: int) -> list[dict]:
+    """What each mechanism's paper looks at, for one sentence."""
+    panels = []
+    gaps = [f"{a}|{b}" for a, b in zip(words, words[1:], strict=False)]
+    if found.links:
+        layers = [f"layer {i + 1}" for i in range(len(found.links))]
+        panels.append(
+            _panel(
+                "link probabilities a (Tree Transformer)",
+                layers,
+                gaps,
+                torch.stack(found.links),
+                "how strongly each pair of neighbours belongs to one constituent, per layer; "
+                "links only grow upward",
+            )
+        )
+        panels.append(
+            _panel(
+                "constituent prior C",
+                words,
+                words,
+                found.priors,
+                "multiplies every head's attention probabilities in this layer",
+            )
+        )
+    if found.local_heads:
+        local = max(found.local_heads)
+        layers = [i + 1 for i, h in enumerate(found.local_heads) if h]
+        note = (
+            f"heads 1-{local} attend inside each word's syntactic local range in layers "
+            f"{', '.join(map(str, layers))}; the other heads attend everywhere"
+            if local
+            else "no head keeps to a local range in this model"
+        )
+        if found.gates:
+            panels.append(_panel("local range per word (gate)", words, words, found.gates[0], note))
+    if found.marginals:
+        roots = [m[:, 0, 1:] for m in found.marginals]  # (H, n) per layer
+        head_names = [f"head {h + 1}" for h in range(heads)]
+        panels.append(
+            _panel(
+                "latent tree: root marginals",
+                head_names,
+                words,
+                [r[:heads] for r in roots],
+                "probability that each word hangs from the root; the heat map shows each "
+                "word's parent distribution (the marginals of the latent tree)",
+            )
+        )
+    return panels
+
+
+def _shares(weights: torch.Tensor, m: int) -> torch.Tensor:
+    """(2, 2) mean share of node and leaf queries' attention on nodes and on leaves, over
+    heads, from one layer's weights (H, m + n, m + n) of one sentence."""
+    on_nodes = weights[..., :m].sum(-1).mean(0)  # (q,)
+    rows = [on_nodes[:m].mean(), on_nodes[m:].mean()]
+    return torch.stack([torch.stack([r, 1 - r]) for r in rows])
+
+
+def sentence_data(saved: Trained, example: LabeledSentence, item, found: Captured, heads: int):
+    words = list(example.tokens)
+    nodes: list[str] = []
+    spans: list[list[int]] = []
+    node_index = None
+    if isinstance(saved.model.encoder, HierarchicalEncoder):
+        spans, node_index = _model_nodes(item)  # its queries: the phrase nodes, then the words
+    tree = example.tree
+    if tree is None and found.links:  # the Tree Transformer's own tree, read off its links
+        links = [torch.stack(found.links).cpu().numpy()]
+        tree = trees_from_links([words], links)[0]
+    data: dict[str, Any] = {
+        "words": words,
+        "tree": None if tree is None else tree_json(tree, node_index),
+        "arcs": None if tree is None else _heads_of(tree),
+        "attention": [[quantize(head) for head in layer[:heads]] for layer in found.attention],
+        "latent": [layer[:heads] for layer in found.best_heads],
+    }
+    panels = _panels(found, words, heads)
+    if spans:
+        m = len(spans)
+        labels = _node_labels(item, saved)
+        nodes = [f"{label} {s}-{e}" for label, (s, e) in zip(labels, spans, strict=True)]
+        panels.append(
+            _panel(
+                "attention on phrase nodes and on words",
+                ["node queries", "word queries"],
+                ["on nodes", "on words"],
+                [_shares(w, m) for w in found.attention],
+                "mean share over heads and queries (Nguyen et al., Table 4)",
+            )
+        )
+    data["nodes"] = nodes
+    data["panels"] = panels
+    return data
+
+
+def _node_labels(item, saved: Trained) -> list[str]:
+    vocab = saved.task.node_vocab
+    return [vocab.tokens[int(i)] for i in item.node_ids]
+
+
+def _trees_for(saved: Trained, examples: list[LabeledSentence], where: str):
+    """The examples, each with a tree to draw: a sentence without one is parsed by the
+    shipped parser (a Tree Transformer's own tree is read off its links instead)."""
+    induces = any(isinstance(m, ConstituentAttention) for m in saved.model.modules())
+    if induces or all(ex.tree is not None for ex in examples):
+        return examples
+    missing = [i for i, ex in enumerate(examples) if ex.tree is None]
+    source = TreeSource(PARSER, None, cache=False)
+    found = source.trees([examples[i].tokens for i in missing], where, progress=False)
+    out = list(examples)
+    for i, tree in zip(missing, found, strict=True):
+        out[i] = LabeledSentence(examples[i].tokens, examples[i].label, tree)
+    return out
+
+
+def view_data(
+    saved: Trained,
+    examples: list[LabeledSentence],
+    where: str,
+    title: str,
+    total: int | None = None,
+    max_heads: int = MAX_HEADS,
+) -> dict[str, Any]:
+    """Everything the page shows, for ``examples`` (the first of ``total`` sentences, when
+    given) and the first ``max_heads`` heads of each layer; the page says what was left
+    out."""
+    if not examples:
+        raise ValueError(f"{where}: no sentences to show")
+    shown = _trees_for(saved, examples, where)
+    encoded = saved.encode(shown, where)
+    n_heads = saved.cfg.model.n_heads
+    heads = min(n_heads, max_heads)
+    notes = []
+    if total is not None and total > len(shown):
+        notes.append(f"showing the first {len(shown)} of {total} sentences")
+    if heads < n_heads:
+        notes.append(f"showing the first {heads} of {n_heads} heads in each layer")
+    sentences = []
+    for k, example in enumerate(shown):
+        batch = encoded.batch([k]).to(saved.device)
+        found = capture(saved, batch.inputs)
+        sentences.append(sentence_data(saved, example, encoded.items[k], found, heads))
+    return {
+        "title": title,
+        "source": where,
+        "mechanism": saved.cfg.model.attention,
+        "task": saved.cfg.task,
+        "layers": len(sentences[0]["attention"]),
+        "heads": heads,
+        "scale": SCALE,
+        "notes": notes,
+        "sentences": sentences,
+    }
+
+
+def view_page(
+    checkpoint: str | Path,
+    lines: Sequence[str] | None = None,
+    where: str = "<input>",
+    split: str = "test",
+    max_sentences: int = MAX_SENTENCES,
+    max_heads: int = MAX_HEADS,
+    device: str = "cpu",
+) -> str:
+    """The page's HTML for a checkpoint and input ``lines`` (one sentence or bracketed tree
+    a line, as ``treeattn predict`` reads them), or the sentences of ``split`` when no lines
+    are given; the first ``max_sentences`` of them."""
+    saved = load_trained(checkpoint, device)
+    if lines is None:
+        examples, where = saved.read(split)
+        total = len(examples)
+    else:
+        total = len(lines)
+        examples = saved.task.read_inputs(list(lines[:max_sentences]), where)
+    data = view_data(saved, examples[:max_sentences], where, str(checkpoint), total, max_heads)
+    return render_page(data)

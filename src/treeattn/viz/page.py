@@ -1,0 +1,66 @@
+"""The page of ``treeattn view`` as one self-contained HTML file: the data as JSON, the
+style and the script inline, nothing to fetch, so that it opens from disk anywhere.
+
+This module draws nothing itself and imports no model: ``treeattn.analysis.view`` gathers
+the data (trees, attention, each mechanism's panels), and ``page.js`` draws it in the
+browser as SVG.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib.resources import files
+from typing import Any
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+{style}</style>
+</head>
+<body>
+<header>
+<h1>{title}</h1>
+<p class="meta">{meta}</p>
+{notes}<div class="controls">
+<label>layer <input type="range" id="layer" min="1" max="1" value="1">
+<span id="layer-value"></span></label>
+<label>head <select id="head"><option value="-1">mean of heads</option></select></label>
+<span class="meta">click a word{nodes} to see where it attends</span>
+</div>
+</header>
+<main id="sentences"></main>
+<script type="application/json" id="view-data">{data}</script>
+<script>
+{script}</script>
+</body>
+</html>
+"""
+
+
+def _asset(name: str) -> str:
+    return files("treeattn.viz").joinpath(name).read_text(encoding="utf-8")
+
+
+def render_page(data: dict[str, Any]) -> str:
+    """The HTML page for ``data`` (``treeattn.analysis.view.view_data``)."""
+    # Inside a script element only "</" can end it early: JSON allows "<\\/" for it.
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    hierarchical = any(s["nodes"] for s in data["sentences"])
+    meta = (
+        f"{data['mechanism']} attention, {data['task']} model; {len(data['sentences'])} "
+        f"sentences of {data['source']}; {data['layers']} layers, {data['heads']} heads shown"
+    )
+    notes = "".join(f'<p class="notice">{html.escape(note)}</p>\n' for note in data["notes"])
+    return TEMPLATE.format(
+        title=html.escape(f"treeattn view: {data['title']}"),
+        meta=html.escape(meta),
+        notes=notes,
+        nodes=" or a green phrase node" if hierarchical else "",
+        data=payload,
+        style=_asset("page.css"),
+        script=_asset("page.js"),
+    )

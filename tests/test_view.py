@@ -1,0 +1,292 @@
+"""``treeattn view``: the attention it extracts is the model's, the page holds it whole and
+fetches nothing, and in a real headless browser a click shows a word's row."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.test_engine import TINY
+from treeattn.analysis.view import SCALE, capture, view_data, view_page
+from treeattn.attention.constituent import LINKS, ConstituentAttention
+from treeattn.attention.distance import GAPS, DistanceAttention
+from treeattn.attention.registry import LAYER
+from treeattn.attention.vanilla import VanillaSelfAttention, merge_heads, split_heads
+from treeattn.cli import main
+from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.tasks.trained import load_trained
+from treeattn.viz.page import render_page
+
+LINES = ["[MAX 2 9 [MIN 4 7 ] 0 ]", "[MIN 3 [MAX 4 5 ] ]", "[SUM_MOD 1 2 ]"]
+
+
+def _mixed(layer, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The layer's output had it mixed its values with ``weights`` (B, H, n, n)."""
+    v = split_heads(layer.qkv(x).chunk(3, dim=-1)[2], layer.n_heads)
+    return layer.out(merge_heads(weights @ v))
+
+
+def _padded_batch():
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 16)
+    pad_mask = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    return x, pad_mask
+
+
+@pytest.mark.parametrize(
+    "layer, context",
+    [
+        (VanillaSelfAttention(16, 4), {}),
+        (DistanceAttention(16, 4, local_heads=2), {GAPS: torch.tensor([[3, 1, 2, 4, 1]] * 2)}),
+        (
+            DistanceAttention(16, 4, local_heads=3, gate="soft", layers=[1]),
+            {GAPS: torch.tensor([[3, 1, 2, 4, 1]] * 2), LAYER: 1},
+        ),
+        (DistanceAttention(16, 4, layers=[0]), {GAPS: torch.zeros(2, 5), LAYER: 1}),
+        (ConstituentAttention(16, 4), {LINKS: torch.full((2, 5), 0.3)}),
+        (ConstituentAttention(16, 4, prior_diagonal=0.1), {}),
+    ],
+)
+def test_attention_weights_are_what_the_forward_pass_mixed_values_with(layer, context):
+    x, pad_mask = _padded_batch()
+    layer.eval()
+    out = layer(x, pad_mask, context)  # leaves this layer's links and gate in context
+    weights = layer.attention_weights(x, pad_mask, context)
+    assert weights.shape == (2, 4, 6, 6)
+    assert torch.allclose(_mixed(layer, weights, x), out, atol=1e-5)
+    assert (weights[1, :, :, 4:] == 0).all()  # nothing on padding
+    if not isinstance(layer, ConstituentAttention):  # the prior is not renormalised
+        assert torch.allclose(weights.sum(-1), torch.ones(2, 4, 6), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Tiny ListOps models, one per mechanism, trained on first use."""
+    made: dict[str, Path] = {}
+
+    def run(attention: str) -> Path:
+        if attention not in made:
+            out = tmp_path_factory.mktemp(attention) / "run"
+            sets = [*TINY, "train.epochs=1", f"model.attention={attention}", f"out_dir={out}"]
+            assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+            made[attention] = out / "best.pt"
+        return made[attention]
+
+    return run
+
+
+def _data(checkpoint: Path, lines=LINES, **options):
+    saved = load_trained(checkpoint, "cpu")
+    examples = saved.task.read_inputs(lines, "<test>")
+    return saved, examples, view_data(saved, examples, "<test>", "test", **options)
+
+
+def _layer_outputs(saved, inputs) -> list[torch.Tensor]:
+    """Each attention layer's output in a plain forward pass, with its input."""
+    seen = []
+    layers = [layer.attn for layer in saved.model.encoder.layers]
+    hooks = [a.register_forward_hook(lambda m, i, o: seen.append((m, i[0], o))) for a in layers]
+    with torch.no_grad():
+        saved.model.encoder.encode_inputs(inputs)
+    for hook in hooks:
+        hook.remove()
+    return seen
+
+
+@pytest.mark.parametrize("attention", ["vanilla", "distance", "constituent"])
+def test_the_page_holds_the_attention_each_layer_mixed_its_values_with(runs, attention):
+    saved, examples, data = _data(runs(attention))
+    encoded = saved.encode(examples, "<test>")
+    assert data["layers"] == saved.cfg.model.n_layers and data["notes"] == []
+    for k, sentence in enumerate(data["sentences"]):
+        inputs = encoded.batch([k]).inputs
+        found = capture(saved, inputs)
+        n = len(examples[k].tokens)
+        for layer, (module, x, out), weights in zip(
+            range(len(found.attention)), _layer_outputs(saved, inputs), found.attention, strict=True
+        ):
+            assert weights.shape == (saved.cfg.model.n_heads, n, n)
+            with torch.no_grad():
+                assert torch.allclose(_mixed(module, weights[None], x), out, atol=1e-5)
+            stored = torch.tensor(sentence["attention"][layer]).view(-1, n, n) / SCALE
+            assert (stored - weights).abs().max() <= 0.5 / SCALE + 1e-6
+
+
+def test_constituent_and_distance_panels(runs):
+    *_, data = _data(runs("constituent"))
+    titles = [p["title"] for p in data["sentences"][0]["panels"]]
+    assert titles == ["link probabilities a (Tree Transformer)", "constituent prior C"]
+    links = data["sentences"][0]["panels"][0]
+    words = data["sentences"][0]["words"]
+    assert len(links["rows"]) == data["layers"] and len(links["cols"]) == len(words) - 1
+    columns = torch.tensor(links["values"][0]).view(data["layers"], -1)
+    assert (columns[1:] >= columns[:-1]).all()  # links only grow upward
+    *_, data = _data(runs("distance"))
+    gate = data["sentences"][1]["panels"][0]
+    assert gate["title"] == "local range per word (gate)" and "heads 1-2" in gate["note"]
+    # "[MIN 3 [MAX 4 5 ] ]": "4" sees [MAX 4 5 ], not the words of the outer bracket.
+    inside = torch.tensor(gate["values"][0]).view(7, 7)[3] == SCALE
+    assert inside.tolist() == [False, False, True, True, True, True, False]
+
+
+def test_structured_rows_are_each_words_parent_distribution(runs):
+    saved, examples, data = _data(runs("structured"))
+    for sentence in data["sentences"]:
+        n = len(sentence["words"])
+        roots = sentence["panels"][0]
+        for layer in range(data["layers"]):
+            parents = torch.tensor(sentence["attention"][layer]).view(-1, n, n) / SCALE
+            root = torch.tensor(roots["values"][layer]).view(-1, n) / SCALE
+            # Every word has one head: a word or the root.
+            assert torch.allclose(parents.sum(-1) + root, torch.ones_like(root), atol=0.02)
+            for heads in sentence["latent"][layer]:
+                assert len(heads) == n and heads.count(0) == 1
+
+
+def test_hierarchical_rows_cover_phrase_nodes_and_words(runs):
+    saved, examples, data = _data(runs("hierarchical"))
+    assert isinstance(saved.model.encoder, HierarchicalEncoder)
+    sentence = data["sentences"][1]  # [MIN 3 [MAX 4 5 ] ]: two phrase nodes
+    assert sentence["nodes"] == ["MIN 0-7", "MAX 2-6"]
+    size = 2 + len(sentence["words"])
+    assert sentence["tree"]["node"] == 0 and sentence["tree"]["children"][2]["node"] == 1
+    weights = torch.tensor(sentence["attention"][0]).view(-1, size, size) / SCALE
+    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2]), atol=0.01)
+    shares = sentence["panels"][0]
+    assert shares["cols"] == ["on nodes", "on words"] and len(shares["values"]) == data["layers"]
+
+
+def test_the_page_is_one_self_contained_file_that_says_what_it_leaves_out(runs):
+    page = view_page(runs("vanilla"), LINES * 3, max_sentences=4, max_heads=1)
+    assert "showing the first 4 of 9 sentences" in page
+    assert "showing the first 1 of 2 heads in each layer" in page
+    for fetching in ("<link", " src=", "href=", "url(", "@import", "fetch("):
+        assert fetching not in page
+    payload = re.search(r'id="view-data">(.*?)</script>', page, re.S).group(1)
+    data = json.loads(payload)
+    assert len(data["sentences"]) == 4 and data["heads"] == 1
+    assert all(len(layer) == 1 for layer in data["sentences"][0]["attention"])
+    # A word that would end the script element is escaped, and comes back whole.
+    data["sentences"][0]["words"][0] = "</script>"
+    assert "</script><" not in render_page(data).split('id="view-data">')[1].split("</script>\n")[0]
+
+
+def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkeypatch, capsys):
+    checkpoint = str(runs("vanilla"))
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(LINES) + "\n")
+    out = tmp_path / "page.html"
+    assert main(["view", checkpoint, str(source), "-o", str(out)]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert main(["view", checkpoint, "--max-sentences", "2", "--max-heads", "1"]) == 0
+    assert "showing the first 2 of 40 sentences" in capsys.readouterr().out
+    source.write_text("[MAX 2 9 ]\n[NOT an expression\n")
+    bad = tmp_path / "bad.html"
+    assert main(["view", checkpoint, str(source), "-o", str(bad)]) == 2
+    assert not bad.exists() and not list(tmp_path.glob("*.partial"))
+
+
+# -- in a real browser -------------------------------------------------------------------
+
+
+def _browser_paths() -> tuple[str, str]:
+    """Chromium and its driver, or the reason the browser test cannot run."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        pytest.skip("selenium is not installed (pip install selenium)")
+    browser = next(
+        (
+            shutil.which(n)
+            for n in ("chromium", "chromium-browser", "google-chrome")
+            if shutil.which(n)
+        ),
+        None,
+    )
+    driver = shutil.which("chromedriver") or next(
+        (p for p in ("/usr/lib/chromium/chromedriver",) if os.path.exists(p)), None
+    )
+    if browser is None or driver is None:
+        pytest.skip(
+            "no headless Chromium with chromedriver here (apt-get install chromium chromium-driver)"
+        )
+    return browser, driver
+
+
+@pytest.fixture(scope="module")
+def browser():
+    browser, driver = _browser_paths()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium look for downloads
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.binary_location = browser
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    yield chrome
+    chrome.quit()
+
+
+def _open(browser, page: str, path: Path) -> list:
+    path.write_text(page, encoding="utf-8")
+    browser.get(path.as_uri())
+    assert browser.execute_script("return document.body.dataset.ready") == "true"
+    return [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _row_shown(browser, sentence: int) -> dict[int, list[float]]:
+    """The heat map's cells after a click: for each head, the values over the keys."""
+    from selenium.webdriver.common.by import By
+
+    cells = browser.find_elements(By.CSS_SELECTOR, f"#sentence-{sentence} svg.row-view rect")
+    rows: dict[int, list[float]] = {}
+    for cell in cells:
+        head = cell.get_attribute("data-head")
+        if head != "mean":
+            rows.setdefault(int(head), []).append(float(cell.get_attribute("data-v")))
+    return rows
+
+
+@pytest.mark.parametrize("attention", ["vanilla", "hierarchical"])
+def test_in_a_browser_clicking_a_word_shows_its_row_of_the_models_attention(
+    runs, browser, tmp_path, attention
+):
+    from selenium.webdriver.common.by import By
+
+    checkpoint = runs(attention)
+    saved, examples, _ = _data(checkpoint)
+    errors = _open(browser, view_page(checkpoint, LINES), tmp_path / "page.html")
+    assert errors == []
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.tree")) == len(LINES)
+    encoded = saved.encode(examples, "<test>")
+    found = capture(saved, encoded.batch([1]).inputs)
+    m = len(found.attention[0][0]) - len(examples[1].tokens)  # phrase nodes come first
+    assert browser.find_elements(By.CSS_SELECTOR, "#sentence-1 svg.row-view") == []
+    words = browser.find_elements(By.CSS_SELECTOR, "#sentence-1 svg.tree text.word")
+    words[3].click()
+    last = saved.cfg.model.n_layers - 1
+    for head, shown in _row_shown(browser, 1).items():
+        expected = found.attention[last][head, m + 3].tolist()
+        assert shown == pytest.approx(expected, abs=0.6 / SCALE)
+    # The slider moves every heat map to another layer.
+    browser.execute_script(
+        "const s = document.getElementById('layer'); s.value = 1;"
+        "s.dispatchEvent(new Event('input'));"
+    )
+    for head, shown in _row_shown(browser, 1).items():
+        assert shown == pytest.approx(found.attention[0][head, m + 3].tolist(), abs=0.6 / SCALE)
+    if m:  # a phrase node of a hierarchical model is a query too
+        browser.find_element(By.CSS_SELECTOR, '#sentence-1 svg.tree text.node[data-q="0"]').click()
+        for head, shown in _row_shown(browser, 1).items():
+            assert shown == pytest.approx(found.attention[0][head, 0].tolist(), abs=0.6 / SCALE)
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
