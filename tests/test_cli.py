@@ -1,5 +1,8 @@
 import json
+import re
+import shlex
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -177,3 +180,64 @@ def test_an_empty_input_file_is_an_error_naming_it(tmp_path, capsys):
     for args in (["evalb", str(empty), str(empty)], ["show", str(empty)]):
         assert main(args) == 2
         assert f"{empty}: no tree in the file" in capsys.readouterr().err
+
+
+def _help(capsys, *command: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_the_top_level_help_fits_an_80_column_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    long = [line for line in _help(capsys).splitlines() if len(line) > 79]
+    assert long == []  # a longer example would break across lines
+
+
+def test_train_and_evaluate_help_name_every_task_and_its_splits(capsys):
+    from treeattn.tasks import load_config, make_task, task_names
+
+    train_help = " ".join(_help(capsys, "train").split())
+    evaluate_help = " ".join(_help(capsys, "evaluate").split())
+    for name in task_names():
+        assert name in train_help
+        splits = make_task(load_config(None, [f"task={name}"])).splits
+        # Each task's splits, in order, after its name.
+        assert re.search(rf"{name}[^:]*: {', '.join(splits)}", evaluate_help), name
+    assert "`treeattn mechanisms`" in train_help
+
+
+def test_parse_help_explains_every_option(capsys):
+    text = _help(capsys, "parse")
+    for option in ("--format", "--split-sentences", "--tokenized"):
+        described = re.search(rf"^ +{option}[^\n]*\n(?: {{10,}}[^\n]*\n)*", text, re.M)
+        assert described and len(described.group().split()) > 3, option
+
+
+def test_mechanisms_lists_the_registry(capsys):
+    from treeattn.attention.registry import register_attention
+    from treeattn.attention.vanilla import VanillaSelfAttention
+    from treeattn.models.registry import encoder_names
+
+    assert main(["mechanisms"]) == 0
+    text = capsys.readouterr().out
+    for name in encoder_names():
+        assert re.search(rf"^  {re.escape(name)} ", text, re.M), name
+    assert "local_heads=2" in text and "test_2016_flickr" in text
+    # A mechanism registered later is listed too: the list is the registry's.
+    register_attention("listed-later")(type("Later", (VanillaSelfAttention,), {}))
+    try:
+        assert main(["mechanisms"]) == 0
+        assert "  listed-later " in capsys.readouterr().out
+    finally:
+        from treeattn.attention import registry
+
+        del registry._MECHANISMS["listed-later"], registry._READS["listed-later"]
+
+
+def test_the_show_example_of_the_help_names_a_file_that_exists(capsys, shared_data):
+    (line,) = [line for line in _help(capsys).splitlines() if "treeattn show" in line]
+    args = shlex.split(line.replace("$TREEATTN_DATA", str(shared_data)))[1:]
+    assert Path(args[1]).is_file()
+    assert main(args) == 0

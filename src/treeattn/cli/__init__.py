@@ -13,34 +13,36 @@ __all__ = ["build_parser", "main"]
 DESCRIPTION = """\
 treeattn: syntax inside Transformer attention.
 
-Train, evaluate and run Transformer encoders whose attention mechanism is chosen by
-name (and tree encoders: hierarchical accumulation, Tree-LSTM) on a task (classify,
-mlm, parse, translate), parse raw text with the label attention parser, translate with a
-trained model, look at what models learned (attention maps, latent trees, induced
-constituency trees, label attention heads, cross-attention on phrase nodes), read and
-score parse trees, and run the built-in ListOps demo.
+Train, evaluate and run Transformer encoders whose attention mechanism is
+chosen by name (and tree encoders: hierarchical accumulation, Tree-LSTM;
+listed by `treeattn mechanisms`) on a task (classify, mlm, parse, translate),
+parse raw text with the label attention parser, translate with a trained
+model, look at what models learned (attention maps, latent trees, induced
+constituency trees, label attention heads, cross-attention on phrase nodes),
+read and score parse trees, and run the built-in ListOps demo.
 """
 
 EPILOG = f"""\
 examples:
   treeattn demo
-  treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/sst5-s2
-  treeattn evaluate runs/sst5-s2/best.pt test
+  treeattn mechanisms
+  treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/s2
+  treeattn evaluate runs/s2/best.pt test
   printf 'The cat sat on the mat.\\nDogs bark.\\n' | treeattn parse
-  echo "A dog runs on the beach." | treeattn translate runs/multi30k-vanilla/best.pt
-  echo "a gorgeous , witty film" | treeattn predict runs/sst5-s2/best.pt -
+  echo "A dog runs." | treeattn translate runs/multi30k-vanilla/best.pt
+  echo "A gorgeous, witty film." | treeattn predict runs/s2/best.pt -
   treeattn attention runs/sst5-hierarchical/best.pt test --sentence 3
   treeattn latent-trees runs/sst5-structured/best.pt test
   treeattn induce runs/text-constituent/best.pt --ptb test
   treeattn induce-curve runs/text-constituent --ptb test
-  treeattn constituent-prior runs/text-constituent/best.pt "the cat sat on the mat"
-  treeattn view runs/sst5-hierarchical/best.pt sentences.txt -o page.html
+  treeattn constituent-prior runs/text-constituent/best.pt "the cat sat"
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
-  treeattn show data/sst/dev.txt --limit 2
+  treeattn show "$TREEATTN_DATA/sst/dev.txt" --limit 2
 
 {STATUS_HELP}
-Data is read from $TREEATTN_DATA (default: ../shared/data beside the repository).
+Data is read from $TREEATTN_DATA (default: ../shared/data beside the
+repository).
 """
 
 # The order of `treeattn --help`'s list of commands.
@@ -59,10 +61,10 @@ COMMANDS = (
     analysis.add_induce,
     analysis.add_induce_curve,
     analysis.add_constituent_prior,
-    analysis.add_view,
     parsing.add_evalb,
     parsing.add_show,
     training.add_demo,
+    training.add_mechanisms,
 )
 
 

@@ -17,11 +17,11 @@ exit status:
   0    success
   1    the work failed: training diverged (a loss that is not finite); or an
        unexpected error, with its traceback
-  2    bad input: a missing or unreadable file, a bad line, a bad argument or config
-       value, a file that is not a checkpoint; one line on stderr,
+  2    bad input: a missing or unreadable file, a bad line, a bad argument or
+       config value, a file that is not a checkpoint; one line on stderr,
        "treeattn: error: ...", naming file:line where known
-  130  interrupted (Ctrl-C); `treeattn train` saves a checkpoint first, and the same
-       command resumes from it
+  130  interrupted (Ctrl-C); `treeattn train` saves a checkpoint first, and the
+       same command resumes from it
 """
 
 

@@ -12,15 +12,24 @@ from treeattn.cli.io import read_lines, write_output
 from treeattn.cli.status import INTERRUPTED, OK
 from treeattn.cli.text import several_sentences, warn_several_sentences
 
+# Written out so that --help need not load the task registry (and torch); a test holds
+# them to the registry (``treeattn mechanisms`` prints it).
+TASKS = "classify, mlm, parse or translate"
+SPLITS = (
+    "classify, mlm and parse: train, dev, test; "
+    "translate: train, val, test_2016_flickr, test_2017_flickr"
+)
+
 
 def add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="train a model from a config file",
         description="Train a model from a YAML config file (see configs/): its task (task: "
-        "classify, mlm or parse), data, model and training settings. Picks up the run's last "
-        "checkpoint when its out_dir already holds one; Ctrl-C stops at a clean point and "
-        "saves a checkpoint. Under torchrun it trains data-parallel.",
+        f"{TASKS}), data, model (model.attention: a mechanism or tree encoder, listed by "
+        "`treeattn mechanisms`) and training settings. Picks up the run's last checkpoint "
+        "when its out_dir already holds one; Ctrl-C stops at a clean point and saves a "
+        "checkpoint. Under torchrun it trains data-parallel.",
     )
     p.add_argument("config", nargs="?", help="YAML config file (default: the ListOps set-up)")
     add_overrides(p)
@@ -47,7 +56,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         help="score a checkpoint on a split or a file",
         description="Score a saved model with its task's metrics. DATA is a split name of "
-        "the model's data set (train, dev, test) or a file in that data set's format.",
+        f"the model's data set ({SPLITS}) or a file in that data set's format.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("data", help="split name or file")
@@ -147,4 +156,38 @@ def _demo(args: argparse.Namespace) -> int:
     from treeattn.demo import run_demo
 
     run_demo(Path(args.out), args.overrides)
+    return OK
+
+
+def add_mechanisms(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mechanisms",
+        help="list the attention mechanisms, tree encoders and tasks a config can name",
+        description="Every value model.attention takes, as registered (what each reads "
+        "of a sentence besides its tokens, what it gives back, its attention_options with "
+        "their defaults), and every task with its data sets and splits.",
+    )
+    p.set_defaults(run=_mechanisms)
+
+
+def _mechanisms(args: argparse.Namespace) -> int:
+    from dataclasses import MISSING, fields
+
+    from treeattn.models.registry import encoder_entry, encoder_names
+    from treeattn.tasks import load_config, make_task, task_class, task_names
+
+    print("model.attention (reads besides tokens; gives; attention_options):")
+    for name in encoder_names():
+        entry = encoder_entry(name)
+        reads = ", ".join(sorted(str(r) for r in entry.reads)) or "nothing"
+        options = [
+            f.name if f.default is MISSING else f"{f.name}={f.default}"
+            for f in fields(entry.options)
+        ]
+        print(f"  {name:<14} {reads}; {entry.output}; {', '.join(options) or 'none'}")
+    print("\ntask (data.name; splits):")
+    for name in task_names():
+        task = make_task(load_config(None, [f"task={name}"]))
+        datasets = ", ".join(getattr(task_class(name), "datasets", ())) or task.cfg.data.name
+        print(f"  {name:<14} {datasets}; {', '.join(task.splits)}")
     return OK
