@@ -371,9 +371,12 @@ def test_remove_gives_the_plain_encoder_back(tiny_files):
     encoder = backbone.encoder
     injection = inject_syntax(encoder, "constituent", layers=LAYERS, heads=HEADS)
     assert "syntax_injection.links.0.link_query.weight" in encoder.state_dict()
+    with pytest.raises(ValueError, match="injected already"):
+        inject_syntax(encoder, "distance", layers=LAYERS, heads=HEADS)
     injection.remove()
     assert not hasattr(encoder, "syntax_injection")
     assert all(not name.startswith("syntax") for name in encoder.state_dict())
+    inject_syntax(encoder, "distance", layers=LAYERS, heads=HEADS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -522,3 +525,29 @@ def test_readme_example_runs_as_printed():
         exec(compile(code, str(README), "exec"), {})
     wanted = [line.split("# ", 1)[1] for line in code.splitlines() if line.startswith("print(")]
     assert printed.getvalue().splitlines() == wanted
+
+
+def test_transformers_without_an_attention_mask(tiny_files):
+    """One unpadded sentence and no attention mask: transformers hands the attention
+    function no mask at all."""
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
+    reference.load_state_dict(tiny_files.state, strict=False)
+    reference.eval()
+    backbone = fresh_backbone(tiny_files)
+    words = [Tree.parse(HAND_TREE).leaves()]
+    batch = backbone.pieces(words)
+    trees = [Tree.parse(HAND_TREE)]
+    ours = inject_syntax(backbone.encoder, "distance", layers=[1], heads=[0, 3])
+    theirs = inject_syntax(reference, "distance", layers=[1], heads=[0, 3])
+    with torch.no_grad():
+        got = reference(
+            input_ids=batch.piece_ids,
+            syntax=theirs.inputs(trees, batch.word_of_piece, batch.pad_mask),
+        ).last_hidden_state
+        want = backbone.encoder(
+            batch.piece_ids,
+            batch.pad_mask,
+            syntax=ours.inputs(trees, batch.word_of_piece, batch.pad_mask),
+        )[-1]
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-5)

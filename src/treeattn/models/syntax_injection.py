@@ -259,6 +259,8 @@ def inject_syntax(
     or a ``transformers`` BERT-family model (``model(input_ids, attention_mask=...,
     syntax=...)``), with ``syntax=injection.inputs(trees, word_of_piece, pad_mask)``.
     """
+    if hasattr(model, "syntax_injection"):
+        raise ValueError("the model has syntax injected already: remove() that one first")
     if isinstance(model, BertEncoder):
         config = model.config
         sizes = config.num_hidden_layers, config.num_attention_heads, config.hidden_size
