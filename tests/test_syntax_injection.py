@@ -383,12 +383,17 @@ def test_remove_gives_the_plain_encoder_back(tiny_files):
 # A transformers model
 
 
+def transformers_bert(files):
+    """transformers' BertModel on the tiny weights (the test skips without transformers)."""
+    transformers = pytest.importorskip("transformers")
+    model = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
+    model.load_state_dict(files.state, strict=False)
+    return model.eval()
+
+
 @pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
 def test_transformers_bert_equals_ours_with_the_same_injection(tiny_files, mechanism, gate):
-    transformers = pytest.importorskip("transformers")
-    reference = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
-    reference.load_state_dict(tiny_files.state, strict=False)
-    reference.eval()
+    reference = transformers_bert(tiny_files)
     backbone = fresh_backbone(tiny_files)
     batch = backbone.pieces(SENTENCES)
     trees = [tree_of(words, i) for i, words in enumerate(SENTENCES)]
@@ -422,10 +427,7 @@ def test_transformers_bert_equals_ours_with_the_same_injection(tiny_files, mecha
 
 
 def test_transformers_flat_trees_give_the_plain_model(tiny_files):
-    transformers = pytest.importorskip("transformers")
-    reference = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
-    reference.load_state_dict(tiny_files.state, strict=False)
-    reference.eval()
+    reference = transformers_bert(tiny_files)
     batch = fresh_backbone(tiny_files).pieces(SENTENCES)
     mask = (~batch.pad_mask).long()
     with torch.no_grad():
@@ -453,9 +455,7 @@ def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files, tmp
     tokenizer = transformers.PreTrainedTokenizerFast(
         tokenizer_object=pieces, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]"
     )
-    model = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
-    model.load_state_dict(tiny_files.state, strict=False)
-    model.eval()
+    model = transformers_bert(tiny_files)
     words, trees = sentence_trees(
         ["Unbelievably, cats sat.", "The mat."], TreeSource("right-branching")
     )
@@ -530,10 +530,7 @@ def test_readme_example_runs_as_printed():
 def test_transformers_without_an_attention_mask(tiny_files):
     """One unpadded sentence and no attention mask: transformers hands the attention
     function no mask at all."""
-    transformers = pytest.importorskip("transformers")
-    reference = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
-    reference.load_state_dict(tiny_files.state, strict=False)
-    reference.eval()
+    reference = transformers_bert(tiny_files)
     backbone = fresh_backbone(tiny_files)
     words = [Tree.parse(HAND_TREE).leaves()]
     batch = backbone.pieces(words)
