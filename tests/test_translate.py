@@ -266,6 +266,21 @@ def test_translate_refuses_an_input_without_a_sentence_as_parse_does(
     assert not out.exists()
 
 
+def test_translate_keeps_the_trees_of_its_input_only_with_cache(prefixes, tmp_path, capsys):
+    run = tmp_path / "run"
+    extra = ("model.attention=distance", "data.trees=parser")
+    train(tiny(prefixes, run, *extra, "train.epochs=1"))
+    kept = tmp_path / "cache" / "trees"
+    splits = set(kept.glob("*.txt"))
+    assert len(splits) == 4  # every split, parsed once
+    text = tmp_path / "in.txt"
+    text.write_text("A dog runs.\n")
+    assert main(["translate", str(run / "best.pt"), str(text)]) == 0
+    assert set(kept.glob("*.txt")) == splits
+    assert main(["translate", str(run / "best.pt"), str(text), "--cache"]) == 0
+    assert len(set(kept.glob("*.txt")) - splits) == 1
+
+
 def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, tmp_path, capsys):
     assert main(["cross-attention", str(checkpoint), "val"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
@@ -294,6 +309,11 @@ def test_parser_trees_are_cached_by_the_parsers_hash_and_another_parser_is_refus
     again, _ = task.read("train")
     assert [p.tree for p in again] == [p.tree for p in pairs]
     assert list((tmp_path / "cache" / "trees").glob("*.txt")) == cached  # read, not parsed
+    # Sentences to translate are parsed without a trace, unless asked to be kept.
+    task.sources(["A dog runs."], "input")
+    assert list((tmp_path / "cache" / "trees").glob("*.txt")) == cached
+    task.sources(["A dog runs."], "input", cache=True)
+    assert len(list((tmp_path / "cache" / "trees").glob("*.txt"))) == 2
     other = {**task.trees, "sha256": "0" * 64}  # as if trained with another parser
     trained = make_task(task.cfg)
     trained.load_state_dict({**task.state_dict(), "trees": other})

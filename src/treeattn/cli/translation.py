@@ -35,13 +35,19 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
         "leaves as the Penn Treebank tokenizes the line",
     )
     add_split_sentences(p, "translated apart, joined by a space")
+    p.add_argument(
+        "--cache",
+        action="store_true",
+        help="keep the parser's trees of this input under $TREEATTN_CACHE/trees, to "
+        "translate it again without parsing (default: parse, keep nothing)",
+    )
     p.set_defaults(run=_translate)
 
 
 def _translate(args: argparse.Namespace) -> int:
     def translate(lines: list[str], where: str) -> tuple[str, int, float]:
         outputs, seconds = translate_lines(
-            args.model, lines, where, args.beam, args.trees, args.split_sentences
+            args.model, lines, where, args.beam, args.trees, args.split_sentences, args.cache
         )
         done = sum(1 for line in lines if line.strip())
         return "".join(out + "\n" for out in outputs), done, seconds
@@ -56,10 +62,12 @@ def translate_lines(
     beam: int | None,
     trees_file: str | None,
     split: bool = False,
+    cache: bool = False,
 ) -> tuple[list[str], float]:
     """One translation per line of ``lines``, "" for a blank line, and the seconds they
     took once the model was loaded (parsing the input included). With ``split`` each
-    sentence of a line is translated apart and the translations joined by a space."""
+    sentence of a line is translated apart and the translations joined by a space; with
+    ``cache`` the parser's trees of the input are kept in ``$TREEATTN_CACHE``."""
     import time
 
     from treeattn.parsing.tree_source import read_aligned_trees
@@ -87,7 +95,7 @@ def translate_lines(
     if not units:
         return [""] * len(lines), time.perf_counter() - started
     texts, found_in = [text for _, text in units], [k for k, _ in units]
-    pairs = task.sources(texts, where, found_in, trees, trees_file or "")
+    pairs = task.sources(texts, where, found_in, trees, trees_file or "", cache)
     data = task.encode(pairs, where)
     found = task.translations(trained.model, data, trained.device, beam, sys.stderr.isatty())
     joined: dict[int, list[str]] = {}

@@ -20,6 +20,7 @@ The checkpoint is selected on val BLEU (beam search with ``data.beam_size``).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -282,15 +283,23 @@ class TranslateTask(Task):
         return words
 
     def _trees(
-        self, sentences: list[list[str]], where: str, given: list[Tree] | None
+        self,
+        sentences: list[list[str]],
+        where: str,
+        given: list[Tree] | None,
+        cache: bool = True,
     ) -> list[Tree | None]:
         """The source trees an encoder that reads trees needs (None for the others):
-        ``given``, or the tree source's."""
+        ``given``, or the tree source's (its parses kept in the cache with ``cache``)."""
         if not self._entry.needs_trees:
             return [None] * len(sentences)
         if given is not None:
             return given
-        return self.tree_source.trees(sentences, where)
+        source = self.tree_source
+        if not cache:  # a copy: the task's own source keeps caching its splits
+            source = copy.copy(source)
+            source.cache = False
+        return source.trees(sentences, where)
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
         d = self.cfg.data
@@ -458,11 +467,13 @@ class TranslateTask(Task):
         numbers: Sequence[int] | None = None,
         trees: Sequence[Tree] | None = None,
         trees_where: str = "",
+        cache: bool = False,
     ) -> list[Pair]:
         """Raw source sentences as pairs without references; ``numbers`` are their line
         numbers in ``where`` (default 1, 2, ...), for errors; ``trees``, when given, are
         theirs (leaves: the sentence's PTB words), read from ``trees_where`` at the same
-        line numbers; else the model's parser gives them."""
+        line numbers; else the model's parser gives them, kept in ``$TREEATTN_CACHE``
+        only with ``cache`` (input files are many and seldom read twice; splits are few)."""
         numbers = list(numbers or range(1, len(lines) + 1))
         sentences = [self.words(line, where, k) for line, k in zip(lines, numbers, strict=True)]
         limit = self.cfg.model.max_length
@@ -475,7 +486,7 @@ class TranslateTask(Task):
         if trees is not None:
             for tree, words, k in zip(trees, sentences, numbers, strict=True):
                 tree.check_leaves(words, trees_where or where, k)
-        trees = self._trees(sentences, where, None if trees is None else list(trees))
+        trees = self._trees(sentences, where, None if trees is None else list(trees), cache)
         return [
             Pair(line, words, "", tree, k)
             for line, words, tree, k in zip(lines, sentences, trees, numbers, strict=True)
