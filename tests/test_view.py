@@ -20,6 +20,7 @@ from treeattn.attention.registry import LAYER
 from treeattn.attention.vanilla import VanillaSelfAttention, merge_heads, split_heads
 from treeattn.cli import main
 from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import load_trained
 from treeattn.viz.page import render_page
 
@@ -190,6 +191,9 @@ def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkey
     bad = tmp_path / "bad.html"
     assert main(["view", checkpoint, str(source), "-o", str(bad)]) == 2
     assert not bad.exists() and not list(tmp_path.glob("*.partial"))
+    parser = Path("src/treeattn/resources/parser-ptb-sample.safetensors")
+    assert main(["view", str(parser), str(source), "-o", str(bad)]) == 2
+    assert "shows sentence encoders" in capsys.readouterr().err and not bad.exists()
 
 
 # -- in a real browser -------------------------------------------------------------------
@@ -290,3 +294,22 @@ def test_in_a_browser_clicking_a_word_shows_its_row_of_the_models_attention(
             assert shown == pytest.approx(found.attention[0][head, 0].tolist(), abs=0.6 / SCALE)
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+def test_a_sentence_without_a_tree_is_drawn_with_the_shipped_parsers_tree(runs):
+    saved = load_trained(runs("vanilla"), "cpu")
+    sentence = LabeledSentence(["[MAX", "2", "9", "]"], -1)
+    data = view_data(saved, [sentence], "<test>", "test")
+    drawn = data["sentences"][0]
+    assert drawn["tree"]["label"] and len(drawn["arcs"]) == 4
+    leaves = []
+
+    def walk(node):
+        for child in node["children"]:
+            if isinstance(child, int):
+                leaves.append(child)
+            else:
+                walk(child)
+
+    walk(drawn["tree"])
+    assert leaves == [0, 1, 2, 3]

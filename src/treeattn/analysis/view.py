@@ -38,6 +38,7 @@ from treeattn.viz.page import render_page
 SCALE = 1000  # probabilities are stored as integers in thousandths
 MAX_SENTENCES = 20
 MAX_HEADS = 8
+SHOWN_TASKS = ("classify", "mlm")  # models whose encoder reads one sentence
 
 
 def quantize(values: torch.Tensor) -> list[int]:
@@ -355,6 +356,12 @@ def view_page(
     a line, as ``treeattn predict`` reads them), or the sentences of ``split`` when no lines
     are given; the first ``max_sentences`` of them."""
     saved = load_trained(checkpoint, device)
+    if saved.cfg.task not in SHOWN_TASKS:
+        raise ValueError(
+            f"{checkpoint}: treeattn view shows sentence encoders ({', '.join(SHOWN_TASKS)} "
+            f"models), not a {saved.cfg.task} model; see `treeattn label-heads` for a parser "
+            "and `treeattn cross-attention` for a translation model"
+        )
     if lines is None:
         examples, where = saved.read(split)
         total = len(examples)
