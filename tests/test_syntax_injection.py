@@ -10,6 +10,7 @@ The tiny random BERT of ``tests/test_backbone.py`` stands in for a real model.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import io
 import math
@@ -21,8 +22,14 @@ import torch
 import torch.nn.functional as F
 
 import treeattn
-from tests.test_backbone import CONFIG, SENTENCES, write_tiny_bert
-from treeattn.models.backbone import PTB_UNESCAPE, build_backbone, read_directory
+from tests.test_backbone import SENTENCES, write_tiny_bert
+from treeattn.models.backbone import (
+    PTB_UNESCAPE,
+    WeightsError,
+    build_backbone,
+    read_directory,
+    read_pretrained,
+)
 from treeattn.models.head_edit import HeadEdit, edited_attention
 from treeattn.models.syntax_injection import (
     SyntaxInjection,
@@ -384,11 +391,39 @@ def test_remove_gives_the_plain_encoder_back(tiny_files):
 
 
 def transformers_bert(files):
-    """transformers' BertModel on the tiny weights (the test skips without transformers)."""
+    """transformers' BertModel on the weights of ``files`` (the test skips without
+    transformers)."""
     transformers = pytest.importorskip("transformers")
-    model = transformers.BertModel(transformers.BertConfig(**CONFIG), add_pooling_layer=False)
+    config = transformers.BertConfig(**dataclasses.asdict(files.config))
+    model = transformers.BertModel(config, add_pooling_layer=False)
     model.load_state_dict(files.state, strict=False)
     return model.eval()
+
+
+def injected_outputs(reference, encoder, batch, chosen, mechanism, gate="hard", **where):
+    """The last hidden states of a transformers BERT and of our encoder on the same
+    weights, each with the same injection (link modules copied), removed afterwards.
+    ``where``: layers and heads (default LAYERS, HEADS) and ``masked`` (default True:
+    the attention mask is given)."""
+    layers, heads = where.get("layers", LAYERS), where.get("heads", HEADS)
+    ours = inject_syntax(encoder, mechanism, layers=layers, heads=heads, gate=gate)
+    theirs = inject_syntax(reference, mechanism, layers=layers, heads=heads, gate=gate)
+    theirs.load_state_dict(ours.state_dict())
+    mask = {"attention_mask": (~batch.pad_mask).long()} if where.get("masked", True) else {}
+    with torch.no_grad():
+        got = reference(
+            input_ids=batch.piece_ids,
+            syntax=theirs.inputs(chosen, batch.word_of_piece, batch.pad_mask),
+            **mask,
+        ).last_hidden_state
+        want = encoder(
+            batch.piece_ids,
+            batch.pad_mask,
+            syntax=ours.inputs(chosen, batch.word_of_piece, batch.pad_mask),
+        )[-1]
+    ours.remove()
+    theirs.remove()
+    return got, want
 
 
 @pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
@@ -397,32 +432,18 @@ def test_transformers_bert_equals_ours_with_the_same_injection(tiny_files, mecha
     backbone = fresh_backbone(tiny_files)
     batch = backbone.pieces(SENTENCES)
     trees = [tree_of(words, i) for i, words in enumerate(SENTENCES)]
-    ours = inject_syntax(backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, gate=gate)
-    theirs = inject_syntax(reference, mechanism, layers=LAYERS, heads=HEADS, gate=gate)
-    theirs.load_state_dict(ours.state_dict())
-    assert reference.config._attn_implementation == "treeattn_syntax"
     keep = ~batch.pad_mask
-    mask = keep.long()
     with torch.no_grad():
-        plain = reference(input_ids=batch.piece_ids, attention_mask=mask).last_hidden_state
-        got = reference(
-            input_ids=batch.piece_ids,
-            attention_mask=mask,
-            syntax=theirs.inputs(trees, batch.word_of_piece, batch.pad_mask),
-        ).last_hidden_state
-        want = backbone.encoder(
-            batch.piece_ids,
-            batch.pad_mask,
-            syntax=ours.inputs(trees, batch.word_of_piece, batch.pad_mask),
-        )[-1]
+        plain = reference(input_ids=batch.piece_ids, attention_mask=keep.long()).last_hidden_state
         unchanged = backbone.encoder(batch.piece_ids, batch.pad_mask)[-1]
+    got, want = injected_outputs(reference, backbone.encoder, batch, trees, mechanism, gate)
     torch.testing.assert_close(got[keep], want[keep], rtol=0, atol=1e-5)
     torch.testing.assert_close(plain[keep], unchanged[keep], rtol=0, atol=1e-5)
     assert (got[keep] - plain[keep]).abs().max() > 1e-2  # the syntax did something
-    theirs.remove()
+    # Removed, the model is the plain one again, to the last bit.
     assert reference.config._attn_implementation != "treeattn_syntax"
     with torch.no_grad():
-        again = reference(input_ids=batch.piece_ids, attention_mask=mask).last_hidden_state
+        again = reference(input_ids=batch.piece_ids, attention_mask=keep.long()).last_hidden_state
     torch.testing.assert_close(again, plain, rtol=0, atol=0)
 
 
@@ -433,6 +454,7 @@ def test_transformers_flat_trees_give_the_plain_model(tiny_files):
     with torch.no_grad():
         plain = reference(input_ids=batch.piece_ids, attention_mask=mask).last_hidden_state
         injection = inject_syntax(reference, "distance", layers=[0, 1, 2], heads=[0, 1, 2, 3])
+        assert reference.config._attn_implementation == "treeattn_syntax"
         syntax = injection.inputs([flat(s) for s in SENTENCES], batch.word_of_piece, batch.pad_mask)
         got = reference(input_ids=batch.piece_ids, attention_mask=mask, syntax=syntax)
     keep = ~batch.pad_mask
@@ -530,21 +552,47 @@ def test_readme_example_runs_as_printed():
 def test_transformers_without_an_attention_mask(tiny_files):
     """One unpadded sentence and no attention mask: transformers hands the attention
     function no mask at all."""
-    reference = transformers_bert(tiny_files)
     backbone = fresh_backbone(tiny_files)
-    words = [Tree.parse(HAND_TREE).leaves()]
-    batch = backbone.pieces(words)
-    trees = [Tree.parse(HAND_TREE)]
-    ours = inject_syntax(backbone.encoder, "distance", layers=[1], heads=[0, 3])
-    theirs = inject_syntax(reference, "distance", layers=[1], heads=[0, 3])
-    with torch.no_grad():
-        got = reference(
-            input_ids=batch.piece_ids,
-            syntax=theirs.inputs(trees, batch.word_of_piece, batch.pad_mask),
-        ).last_hidden_state
-        want = backbone.encoder(
-            batch.piece_ids,
-            batch.pad_mask,
-            syntax=ours.inputs(trees, batch.word_of_piece, batch.pad_mask),
-        )[-1]
+    batch = backbone.pieces([Tree.parse(HAND_TREE).leaves()])
+    got, want = injected_outputs(
+        transformers_bert(tiny_files),
+        backbone.encoder,
+        batch,
+        [Tree.parse(HAND_TREE)],
+        "distance",
+        layers=[1],
+        heads=[0, 3],
+        masked=False,
+    )
     torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+
+
+def test_minilm_injected_alike_in_both_encoders():
+    """MiniLM (where its package and transformers are installed): whole-sentence ranges
+    give the plain model in both encoders, and each mechanism changes them alike."""
+    try:
+        files = read_pretrained("minilm")
+    except WeightsError as error:
+        pytest.skip(str(error))
+    reference = transformers_bert(files)
+    backbone = build_backbone(files, tune="none").eval()
+    sentences = ["Pierre Vinken, 61 years old, will join the board.", "Dogs bark (loudly)."]
+    words, trees = sentence_trees(sentences, TreeSource("right-branching"))
+    batch = backbone.pieces(words)
+    keep = ~batch.pad_mask
+    with torch.no_grad():
+        plain = backbone.encoder(batch.piece_ids, batch.pad_mask)[-1][keep]
+    chosen = {"layers": [3, 5], "heads": [0, 2]}
+    flat_trees = [flat(w) for w in words]
+    got, want = injected_outputs(
+        reference, backbone.encoder, batch, flat_trees, "distance", **chosen
+    )
+    torch.testing.assert_close(got[keep], plain, rtol=0, atol=1e-5)
+    torch.testing.assert_close(want[keep], plain, rtol=0, atol=1e-6)
+    for mechanism, gate in SETTINGS:
+        given = trees if mechanism == "distance" else None
+        got, want = injected_outputs(
+            reference, backbone.encoder, batch, given, mechanism, gate, **chosen
+        )
+        torch.testing.assert_close(got[keep], want[keep], rtol=0, atol=1e-5)
+        assert (want[keep] - plain).abs().max() > 1e-2
