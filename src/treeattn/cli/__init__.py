@@ -36,6 +36,7 @@ examples:
   treeattn induce runs/text-constituent/best.pt --ptb test
   treeattn induce-curve runs/text-constituent --ptb test
   treeattn constituent-prior runs/text-constituent/best.pt "the cat sat"
+  treeattn view runs/sst5-hierarchical/best.pt sentences.txt -o page.html
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
   treeattn show "$TREEATTN_DATA/sst/dev.txt" --limit 2
@@ -61,6 +62,7 @@ COMMANDS = (
     analysis.add_induce,
     analysis.add_induce_curve,
     analysis.add_constituent_prior,
+    analysis.add_view,
     parsing.add_evalb,
     parsing.add_show,
     training.add_demo,
