@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -313,3 +315,13 @@ def test_a_sentence_without_a_tree_is_drawn_with_the_shipped_parsers_tree(runs):
 
     walk(drawn["tree"])
     assert leaves == [0, 1, 2, 3]
+
+
+def test_the_page_benchmark_runs_end_to_end(runs, tmp_path):
+    """``benchmarks.view_page --quick`` (its timings are never asserted)."""
+    root = Path(__file__).parents[1]
+    command = [sys.executable, "-m", "benchmarks.view_page", str(runs("vanilla")), "--quick"]
+    command += ["--out", str(tmp_path)]
+    subprocess.run(command, cwd=root, check=True, capture_output=True, timeout=300)
+    rows = json.loads((tmp_path / "view_page.json").read_text())["rows"]
+    assert rows[0]["bytes"] > 0 and rows[0]["console_errors"] == 0
