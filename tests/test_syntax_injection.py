@@ -42,7 +42,7 @@ from treeattn.parsing import Parser
 from treeattn.parsing.sentence_trees import sentence_trees
 from treeattn.parsing.tree_source import TreeSource
 from treeattn.trees import Tree
-from treeattn.trees.distance import syntactic_distances
+from treeattn.trees.distance import syntactic_distances, tree_from_distances
 
 pytest.importorskip("tokenizers")
 
@@ -371,6 +371,13 @@ def test_gradients_reach_the_link_modules(tiny_files):
     encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)[-1].sum().backward()
     for link in injection.links.values():
         assert link.link_query.weight.grad.abs().sum() > 0
+    # The top chosen layer's links, one per gap between words, past a sentence's end 0.
+    assert syntax.links.shape == (len(SENTENCES), max(map(len, SENTENCES)) - 1)
+    assert 0 < syntax.links[0, :6].min() and syntax.links.max() <= 1
+    assert syntax.links[0, 6:].eq(0).all() and syntax.links[2].eq(0).all()
+    words = SENTENCES[0]
+    tree = tree_from_distances(words, (1 - syntax.links[0, : len(words) - 1]).tolist())
+    assert tree.leaves() == words
 
 
 def test_remove_gives_the_plain_encoder_back(tiny_files):

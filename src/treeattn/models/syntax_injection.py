@@ -105,7 +105,10 @@ def as_word_of_piece(word_ids: Tensor | Sequence[Sequence[int | None]]) -> Tenso
 class SyntaxInputs:
     """One batch's syntax for one injection, made by ``SyntaxInjection.inputs``: what a
     model reads through its ``syntax=`` keyword. Called as ``(layer, states)`` it gives
-    the layer's ``HeadEdit``, or None for a layer not chosen."""
+    the layer's ``HeadEdit``, or None for a layer not chosen. After a pass of the
+    constituent mechanism, ``links`` (B, n-1) holds the highest chosen layer's links
+    between neighbouring words: ``tree_from_distances(words, 1 - links)`` splits each
+    sentence at its weakest link first."""
 
     def __init__(
         self,
