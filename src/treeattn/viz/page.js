@@ -104,7 +104,7 @@ function drawTree(section, s) {
     const clickable = placed.node.node !== null && placed.node.node !== undefined;
     if (clickable) {
       const size = { x: placed.x - 24, y: y - 11, width: 48, height: 15 };
-      svg("rect", { class: "tint", ...size }, root).dataset.q = placed.node.node;
+      svg("rect", { class: "tint", fill: "none", ...size }, root).dataset.q = placed.node.node;
     }
     const text = svg("text", { x: placed.x, y, class: clickable ? "node query" : "node" }, root);
     text.textContent = placed.node.label;
@@ -112,7 +112,8 @@ function drawTree(section, s) {
   }
   sentence.words.forEach((word, i) => {
     const x = (i + 0.5) * width;
-    const tint = svg("rect", { class: "tint", x: x - width / 2 + 2, y: wordY - 12, width: width - 4, height: 16 }, root);
+    const size = { x: x - width / 2 + 2, y: wordY - 12, width: width - 4, height: 16 };
+    const tint = svg("rect", { class: "tint", fill: "none", ...size }, root);
     tint.dataset.q = m + i;
     const text = svg("text", { x, y: wordY, class: "word query" }, root);
     text.dataset.q = m + i;
@@ -231,7 +232,8 @@ function tintWords(section, s) {
   const top = weights === null ? 1 : Math.max(...weights) || 1;
   section.querySelectorAll("svg.tree rect.tint").forEach((rect) => {
     const k = Number(rect.dataset.q);
-    rect.setAttribute("fill", weights === null ? "none" : colour(weights[k] / top));
+    // Never darker than mid-scale, so that the word on it stays readable.
+    rect.setAttribute("fill", weights === null ? "none" : colour(0.6 * weights[k] / top));
   });
   section.querySelectorAll("svg.tree .query").forEach((text) => {
     text.classList.toggle("selected", q !== null && Number(text.dataset.q) === q);
