@@ -15,7 +15,14 @@ import pytest
 import torch
 
 from tests.test_engine import TINY
-from treeattn.analysis.view import SCALE, capture, view_data, view_page
+from treeattn.analysis.view import (
+    LEVELS,
+    SCALE,
+    capture,
+    decode_attention,
+    view_data,
+    view_page,
+)
 from treeattn.attention.constituent import LINKS, ConstituentAttention
 from treeattn.attention.distance import GAPS, DistanceAttention
 from treeattn.attention.registry import LAYER
@@ -27,6 +34,13 @@ from treeattn.tasks.trained import load_trained
 from treeattn.viz.page import render_page
 
 LINES = ["[MAX 2 9 [MIN 4 7 ] 0 ]", "[MIN 3 [MAX 4 5 ] ]", "[SUM_MOD 1 2 ]"]
+CLOSE = 0.5 / LEVELS + 0.0005  # stored in LEVELS steps, shown to 3 decimals
+
+
+def _stored(sentence: dict, layer: int) -> torch.Tensor:
+    """(H, q, q) the attention a page holds for one sentence and layer."""
+    size = len(sentence["nodes"]) + len(sentence["words"])
+    return torch.stack([decode_attention(head, size) for head in sentence["attention"][layer]])
 
 
 def _mixed(layer, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -117,8 +131,8 @@ def test_the_page_holds_the_attention_each_layer_mixed_its_values_with(runs, att
             assert weights.shape == (saved.cfg.model.n_heads, n, n)
             with torch.no_grad():
                 assert torch.allclose(_mixed(module, weights[None], x), out, atol=1e-5)
-            stored = torch.tensor(sentence["attention"][layer]).view(-1, n, n) / SCALE
-            assert (stored - weights).abs().max() <= 0.5 / SCALE + 1e-6
+            stored = _stored(sentence, layer)
+            assert (stored - weights).abs().max() <= 0.5 / LEVELS + 1e-6
 
 
 def test_constituent_and_distance_panels(runs):
@@ -144,10 +158,11 @@ def test_structured_rows_are_each_words_parent_distribution(runs):
         n = len(sentence["words"])
         roots = sentence["panels"][0]
         for layer in range(data["layers"]):
-            parents = torch.tensor(sentence["attention"][layer]).view(-1, n, n) / SCALE
+            parents = _stored(sentence, layer)
             root = torch.tensor(roots["values"][layer]).view(-1, n) / SCALE
             # Every word has one head: a word or the root.
-            assert torch.allclose(parents.sum(-1) + root, torch.ones_like(root), atol=0.02)
+            bound = n * 0.5 / LEVELS + 0.5 / SCALE
+            assert torch.allclose(parents.sum(-1) + root, torch.ones_like(root), atol=bound)
             for heads in sentence["latent"][layer]:
                 assert len(heads) == n and heads.count(0) == 1
 
@@ -157,12 +172,30 @@ def test_hierarchical_rows_cover_phrase_nodes_and_words(runs):
     assert isinstance(saved.model.encoder, HierarchicalEncoder)
     sentence = data["sentences"][1]  # [MIN 3 [MAX 4 5 ] ]: two phrase nodes
     assert sentence["nodes"] == ["MIN 0-7", "MAX 2-6"]
-    size = 2 + len(sentence["words"])
     assert sentence["tree"]["node"] == 0 and sentence["tree"]["children"][2]["node"] == 1
-    weights = torch.tensor(sentence["attention"][0]).view(-1, size, size) / SCALE
-    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2]), atol=0.01)
+    weights = _stored(sentence, 0)
+    assert torch.allclose(
+        weights.sum(-1), torch.ones(weights.shape[:2]), atol=weights.shape[-1] * 0.5 / LEVELS
+    )
     shares = sentence["panels"][0]
     assert shares["cols"] == ["on nodes", "on words"] and len(shares["values"]) == data["layers"]
+
+
+def test_a_page_too_large_shows_fewer_heads_then_fewer_sentences_and_says_so(runs):
+    saved, examples, data = _data(runs("vanilla"))
+    full = sum(len(json.dumps(s, separators=(",", ":"))) for s in data["sentences"])
+    *_, smaller = _data(runs("vanilla"), max_bytes=full - 1)
+    assert smaller["heads"] == 1 and len(smaller["sentences"]) == len(LINES)
+    why = f", to keep the page under {(full - 1) / 1e6:.1f} MB"
+    assert smaller["notes"] == [f"showing the first 1 of 2 heads in each layer{why}"]
+    first = len(json.dumps(smaller["sentences"][0], separators=(",", ":")))
+    *_, smallest = _data(runs("vanilla"), max_bytes=first)
+    assert smallest["heads"] == 1 and len(smallest["sentences"]) == 1
+    why = f", to keep the page under {first / 1e6:.1f} MB"
+    assert smallest["notes"] == [
+        f"showing the first 1 of {len(LINES)} sentences{why}",
+        f"showing the first 1 of 2 heads in each layer{why}",
+    ]
 
 
 def test_the_page_is_one_self_contained_file_that_says_what_it_leaves_out(runs):
@@ -175,6 +208,10 @@ def test_the_page_is_one_self_contained_file_that_says_what_it_leaves_out(runs):
     data = json.loads(payload)
     assert len(data["sentences"]) == 4 and data["heads"] == 1
     assert all(len(layer) == 1 for layer in data["sentences"][0]["attention"])
+    assert data["notes"] == [
+        "showing the first 4 of 9 sentences",
+        "showing the first 1 of 2 heads in each layer",
+    ]
     # A word that would end the script element is escaped, and comes back whole.
     data["sentences"][0]["words"][0] = "</script>"
     assert "</script><" not in render_page(data).split('id="view-data">')[1].split("</script>\n")[0]
@@ -193,6 +230,8 @@ def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkey
     bad = tmp_path / "bad.html"
     assert main(["view", checkpoint, str(source), "-o", str(bad)]) == 2
     assert not bad.exists() and not list(tmp_path.glob("*.partial"))
+    assert main(["view", checkpoint, "--max-mb", "0", "-o", str(bad)]) == 2
+    assert "--max-mb must be positive" in capsys.readouterr().err
     parser = Path("src/treeattn/resources/parser-ptb-sample.safetensors")
     assert main(["view", str(parser), str(source), "-o", str(bad)]) == 2
     assert "shows sentence encoders" in capsys.readouterr().err and not bad.exists()
@@ -282,18 +321,18 @@ def test_in_a_browser_clicking_a_word_shows_its_row_of_the_models_attention(
     last = saved.cfg.model.n_layers - 1
     for head, shown in _row_shown(browser, 1).items():
         expected = found.attention[last][head, m + 3].tolist()
-        assert shown == pytest.approx(expected, abs=0.6 / SCALE)
+        assert shown == pytest.approx(expected, abs=CLOSE)
     # The slider moves every heat map to another layer.
     browser.execute_script(
         "const s = document.getElementById('layer'); s.value = 1;"
         "s.dispatchEvent(new Event('input'));"
     )
     for head, shown in _row_shown(browser, 1).items():
-        assert shown == pytest.approx(found.attention[0][head, m + 3].tolist(), abs=0.6 / SCALE)
+        assert shown == pytest.approx(found.attention[0][head, m + 3].tolist(), abs=CLOSE)
     if m:  # a phrase node of a hierarchical model is a query too
         browser.find_element(By.CSS_SELECTOR, '#sentence-1 svg.tree text.node[data-q="0"]').click()
         for head, shown in _row_shown(browser, 1).items():
-            assert shown == pytest.approx(found.attention[0][head, 0].tolist(), abs=0.6 / SCALE)
+            assert shown == pytest.approx(found.attention[0][head, 0].tolist(), abs=CLOSE)
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
 

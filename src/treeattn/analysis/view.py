@@ -13,6 +13,8 @@ keeps a page of twenty sentences of a six-layer model to a few megabytes.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,15 +37,30 @@ from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees import Tree, to_dependency
 from treeattn.viz.page import render_page
 
-SCALE = 1000  # probabilities are stored as integers in thousandths
+SCALE = 1000  # the panels' probabilities are stored as integers in thousandths
+LEVELS = 255  # attention is stored as one byte a probability (0..255), base64 per head
 MAX_SENTENCES = 20
 MAX_HEADS = 8
+MAX_BYTES = 4_500_000  # fewer heads, then fewer sentences, keep a page below this
 SHOWN_TASKS = ("classify", "mlm")  # models whose encoder reads one sentence
 
 
 def quantize(values: torch.Tensor) -> list[int]:
-    """Probabilities, flattened, as integers in thousandths (what the page stores)."""
+    """Probabilities, flattened, as integers in thousandths (a panel's values)."""
     return (values.detach().float().clamp(0, 1) * SCALE).round().to(torch.int64).flatten().tolist()
+
+
+def encode_attention(weights: torch.Tensor) -> str:
+    """One head's attention (q, k), row by row, as base64 of one byte a probability
+    (``LEVELS`` steps): a third of the size of JSON numbers, and read as fast."""
+    levels = (weights.detach().float().clamp(0, 1) * LEVELS).round().to(torch.uint8)
+    return base64.b64encode(levels.cpu().numpy().tobytes()).decode("ascii")
+
+
+def decode_attention(text: str, size: int) -> torch.Tensor:
+    """``encode_attention``'s inverse: (size, size) probabilities to 1 / (2 LEVELS)."""
+    levels = torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
+    return levels.view(size, size).float() / LEVELS
 
 
 @dataclass
@@ -261,7 +278,7 @@ def sentence_data(saved: Trained, example: LabeledSentence, item, found: Capture
         "words": words,
         "tree": None if tree is None else tree_json(tree, node_index),
         "arcs": None if tree is None else _heads_of(tree),
-        "attention": [[quantize(head) for head in layer[:heads]] for layer in found.attention],
+        "attention": [[encode_attention(h) for h in layer[:heads]] for layer in found.attention],
         "latent": [layer[:heads] for layer in found.best_heads],
     }
     panels = _panels(found, words, heads)
@@ -303,6 +320,23 @@ def _trees_for(saved: Trained, examples: list[LabeledSentence], where: str):
     return out
 
 
+def _sizes(sentences: list[dict]) -> list[int]:
+    return [len(json.dumps(sentence, separators=(",", ":"))) for sentence in sentences]
+
+
+def _fit(build, heads: int, max_bytes: int) -> tuple[int, int]:
+    """How many heads, then sentences, fit in ``max_bytes``: ``build(k)`` gives every
+    sentence's data with k heads, whose size grows by about the same amount each head."""
+    one = _sizes(build(1))
+    per_head = [0] * len(one)
+    if heads > 1:
+        per_head = [b - a for a, b in zip(one, _sizes(build(2)), strict=True)]
+    fits = [k for k in range(1, heads + 1) if sum(one) + (k - 1) * sum(per_head) <= max_bytes]
+    if fits:
+        return fits[-1], len(one)
+    return 1, max(1, int((torch.tensor(one).cumsum(0) <= max_bytes).sum()))
+
+
 def view_data(
     saved: Trained,
     examples: list[LabeledSentence],
@@ -310,26 +344,35 @@ def view_data(
     title: str,
     total: int | None = None,
     max_heads: int = MAX_HEADS,
+    max_bytes: int = MAX_BYTES,
 ) -> dict[str, Any]:
     """Everything the page shows, for ``examples`` (the first of ``total`` sentences, when
-    given) and the first ``max_heads`` heads of each layer; the page says what was left
-    out."""
+    given) and the first ``max_heads`` heads of each layer, fewer heads and then fewer
+    sentences where the page would pass ``max_bytes``; the page says what was left out."""
     if not examples:
         raise ValueError(f"{where}: no sentences to show")
     shown = _trees_for(saved, examples, where)
     encoded = saved.encode(shown, where)
     n_heads = saved.cfg.model.n_heads
-    heads = min(n_heads, max_heads)
+    found = [capture(saved, encoded.batch([k]).to(saved.device).inputs) for k in range(len(shown))]
+
+    def build(heads: int) -> list[dict]:
+        return [
+            sentence_data(saved, example, encoded.items[k], found[k], heads)
+            for k, example in enumerate(shown)
+        ]
+
+    heads, kept = _fit(build, min(n_heads, max_heads), max_bytes)
+    total = len(shown) if total is None else total
+    why = f", to keep the page under {max_bytes / 1e6:.1f} MB"
     notes = []
-    if total is not None and total > len(shown):
-        notes.append(f"showing the first {len(shown)} of {total} sentences")
+    if total > kept:
+        cut = why if kept < len(shown) else ""
+        notes.append(f"showing the first {kept} of {total} sentences{cut}")
     if heads < n_heads:
-        notes.append(f"showing the first {heads} of {n_heads} heads in each layer")
-    sentences = []
-    for k, example in enumerate(shown):
-        batch = encoded.batch([k]).to(saved.device)
-        found = capture(saved, batch.inputs)
-        sentences.append(sentence_data(saved, example, encoded.items[k], found, heads))
+        cut = why if heads < min(n_heads, max_heads) else ""
+        notes.append(f"showing the first {heads} of {n_heads} heads in each layer{cut}")
+    sentences = build(heads)[:kept]
     return {
         "title": title,
         "source": where,
@@ -338,6 +381,7 @@ def view_data(
         "layers": len(sentences[0]["attention"]),
         "heads": heads,
         "scale": SCALE,
+        "levels": LEVELS,
         "notes": notes,
         "sentences": sentences,
     }
@@ -351,6 +395,7 @@ def view_page(
     max_sentences: int = MAX_SENTENCES,
     max_heads: int = MAX_HEADS,
     device: str = "cpu",
+    max_bytes: int = MAX_BYTES,
 ) -> str:
     """The page's HTML for a checkpoint and input ``lines`` (one sentence or bracketed tree
     a line, as ``treeattn predict`` reads them), or the sentences of ``split`` when no lines
@@ -368,5 +413,6 @@ def view_page(
     else:
         total = len(lines)
         examples = saved.task.read_inputs(list(lines[:max_sentences]), where)
-    data = view_data(saved, examples[:max_sentences], where, str(checkpoint), total, max_heads)
+    shown = examples[:max_sentences]
+    data = view_data(saved, shown, where, str(checkpoint), total, max_heads, max_bytes)
     return render_page(data)

@@ -253,7 +253,8 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         "(structured), attention on phrase nodes against words (hierarchical). FILE holds "
         "one input a line, as `treeattn predict` reads them (a sentence, or a bracketed "
         "tree); without FILE the sentences of --split are shown. The page says what it "
-        "leaves out beyond --max-sentences and --max-heads.",
+        "leaves out beyond --max-sentences and --max-heads, and where it shows fewer heads "
+        "(then fewer sentences) to stay under --max-mb.",
     )
     p.add_argument("checkpoint", metavar="MODEL", help="a best.pt or last.pt of a trained model")
     p.add_argument("input", nargs="?", metavar="FILE", help="input lines (- : stdin)")
@@ -263,6 +264,12 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         "--max-sentences", type=positive, default=20, help="sentences shown (default 20)"
     )
     p.add_argument("--max-heads", type=positive, default=8, help="heads shown per layer (8)")
+    p.add_argument(
+        "--max-mb",
+        type=float,
+        default=4.5,
+        help="fewer heads, then fewer sentences, above this page size in MB (default 4.5)",
+    )
     p.set_defaults(run=_view)
 
 
@@ -270,7 +277,17 @@ def _view(args: argparse.Namespace) -> int:
     from treeattn.analysis.view import view_page
 
     lines, where = (None, "<input>") if args.input is None else read_lines(args.input)
-    page = view_page(args.checkpoint, lines, where, args.split, args.max_sentences, args.max_heads)
+    if not args.max_mb > 0:
+        raise ValueError(f"--max-mb must be positive, got {args.max_mb}")
+    page = view_page(
+        args.checkpoint,
+        lines,
+        where,
+        args.split,
+        args.max_sentences,
+        args.max_heads,
+        max_bytes=int(args.max_mb * 1e6),
+    )
     write_output(page, args.out)
     if args.out:
         print(f"written to {args.out}", file=sys.stderr)

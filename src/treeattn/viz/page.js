@@ -36,15 +36,28 @@ function labels(sentence) {
   return sentence.nodes.concat(sentence.words);
 }
 
+// One head's attention (q x k bytes, row by row), decoded from base64 on first use.
+const decoded = new Map();
+function headBytes(s, layer, h) {
+  const key = `${s}/${layer}/${h}`;
+  if (!decoded.has(key)) {
+    const text = atob(DATA.sentences[s].attention[layer][h]);
+    const bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    decoded.set(key, bytes);
+  }
+  return decoded.get(key);
+}
+
 // One query's attention over the keys, in [0, 1]: head h, or the mean over heads (h < 0).
-function row(sentence, layer, head, q) {
-  const size = labels(sentence).length;
-  const heads = sentence.attention[layer];
-  const pick = head < 0 ? heads.map((_, h) => h) : [head];
+function row(s, layer, head, q) {
+  const size = labels(DATA.sentences[s]).length;
+  const heads = DATA.sentences[s].attention[layer].length;
+  const pick = head < 0 ? [...Array(heads).keys()] : [head];
   const out = new Array(size).fill(0);
   for (const h of pick) {
-    const flat = heads[h];
-    for (let k = 0; k < size; k++) out[k] += flat[q * size + k] / DATA.scale / pick.length;
+    const bytes = headBytes(s, layer, h);
+    for (let k = 0; k < size; k++) out[k] += bytes[q * size + k] / DATA.levels / pick.length;
   }
   return out;
 }
@@ -202,7 +215,7 @@ function drawHeatmap(section, s) {
     caption.textContent = `layer ${layer + 1}, ${head < 0 ? "mean over heads" : "head " + (head + 1)}: ` +
       "each row is a query, each column a key; click a word to see where it attends";
     const cell = Math.max(7, Math.min(18, 520 / names.length));
-    const rows = names.map((_, r) => row(sentence, layer, head, r));
+    const rows = names.map((_, r) => row(s, layer, head, r));
     drawn = grid(box, names, names, (r, k) => rows[r][k], {
       cls: "heatmap", cell, left: margin, top: margin,
       cellData: (r, k) => ({ q: r, k }), rowData: (r) => ({ q: r }),
@@ -215,7 +228,7 @@ function drawHeatmap(section, s) {
     caption.textContent = `layer ${layer + 1}: where "${names[q]}" attends, every head and ` +
       "their mean (click it again for the whole map)";
     const order = sentence.attention[layer].map((_, h) => h).concat([-1]);
-    const rows = order.map((h) => row(sentence, layer, h, q));
+    const rows = order.map((h) => row(s, layer, h, q));
     const headNames = order.map((h) => (h < 0 ? "mean" : `head ${h + 1}`));
     const cell = Math.max(9, Math.min(22, 700 / names.length));
     drawn = grid(box, headNames, names, (r, k) => rows[r][k], {
@@ -228,7 +241,7 @@ function drawHeatmap(section, s) {
 
 function tintWords(section, s) {
   const q = state.selected[s];
-  const weights = q === null ? null : row(DATA.sentences[s], state.layer, state.head, q);
+  const weights = q === null ? null : row(s, state.layer, state.head, q);
   const top = weights === null ? 1 : Math.max(...weights) || 1;
   section.querySelectorAll("svg.tree rect.tint").forEach((rect) => {
     const k = Number(rect.dataset.q);
@@ -270,12 +283,30 @@ function drawSentence(s) {
 
 function select(s, q) {
   state.selected[s] = state.selected[s] === q ? null : q;
+  inView.add(s);
   drawSentence(s);
 }
 
+// Heat maps and panels are drawn once a sentence comes into view (a page of long
+// sentences holds hundreds of thousands of cells), and redrawn when the layer or head
+// changes; trees are drawn at once.
+const inView = new Set();
+
 function redraw() {
   document.getElementById("layer-value").textContent = `${state.layer + 1} of ${DATA.layers}`;
-  DATA.sentences.forEach((_, s) => drawSentence(s));
+  inView.forEach((s) => drawSentence(s));
+}
+
+function drawWhenSeen(section, s) {
+  const observer = new IntersectionObserver((entries) => {
+    if (!entries.some((entry) => entry.isIntersecting)) return;
+    observer.disconnect();
+    inView.add(s);
+    drawSentence(s);
+    // When the first screen is complete, in ms since navigation began (for timing).
+    if (!document.body.dataset.drawnAt) document.body.dataset.drawnAt = performance.now().toFixed(0);
+  });
+  observer.observe(section);
 }
 
 function build() {
@@ -286,6 +317,7 @@ function build() {
     drawTree(section, s);
     html("div", { class: "heatmap-box" }, section);
     html("div", { class: "panels" }, section);
+    drawWhenSeen(section, s);
   });
   const slider = document.getElementById("layer");
   slider.max = DATA.layers;
