@@ -7,8 +7,9 @@ attention layers ask each layer for the probabilities its forward pass mixed val
 trees of structured attention come from the same scores and marginals as in the forward
 pass. The page itself is drawn by ``treeattn.viz.page``, which imports no model.
 
-Probabilities go to the page rounded to ``DIGITS`` decimals, as integers (per mille), which
-keeps a page of twenty sentences of a six-layer model to a few megabytes.
+Attention goes to the page as one byte a probability (``LEVELS`` steps, base64 per head),
+the panels' values as integers in thousandths; a page that would still pass ``MAX_BYTES``
+shows fewer heads, then fewer sentences, and says so.
 """
 
 from __future__ import annotations
