@@ -25,7 +25,7 @@ import os
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -357,6 +357,28 @@ class PieceBatch:
     first_piece: Tensor
     word_pad_mask: Tensor
 
+    def to(self, device: torch.device | str) -> PieceBatch:
+        return PieceBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
+
+
+def first_pieces(word_of_piece: Tensor, n_words: int) -> Tensor:
+    """(B, p) -> (B, n): the position of each word's first piece (0 past a sentence)."""
+    batch, length = word_of_piece.shape
+    slot = word_of_piece.masked_fill(word_of_piece < 0, n_words)  # specials in a spare slot
+    positions = torch.arange(length, device=word_of_piece.device).expand(batch, -1)
+    first = torch.full((batch, n_words + 1), length, device=word_of_piece.device)
+    first = first.scatter_reduce(1, slot, positions, reduce="amin")[:, :n_words]
+    return first.masked_fill(first == length, 0)
+
+
+def piece_batch(piece_ids: Tensor, pad_mask: Tensor, word_of_piece: Tensor) -> PieceBatch:
+    """A ``PieceBatch`` from padded pieces (B, p) and each piece's word (-1: none)."""
+    word_counts = word_of_piece.max(1).values + 1  # (B,)
+    n_words = int(word_counts.max())
+    word_pad_mask = torch.arange(n_words, device=pad_mask.device) >= word_counts[:, None]
+    first = first_pieces(word_of_piece, n_words)
+    return PieceBatch(piece_ids, pad_mask, word_of_piece, first, word_pad_mask)
+
 
 class ScalarMix(nn.Module):
     """gamma * sum_j softmax(w)_j h_j over the chosen layers (Peters et al. 2018, eq. 1);
@@ -434,6 +456,11 @@ class Backbone(nn.Module):
         """Whether no gradient reaches the encoder's weights."""
         return self.tuned_layers == 0
 
+    def pretrained_parameters(self) -> list[nn.Parameter]:
+        """The encoder's pretrained weights, without what was added to it since (the link
+        modules of an injection)."""
+        return [*self.encoder.embeddings.parameters(), *self.encoder.layers.parameters()]
+
     def _frozen_parameters(self) -> list[nn.Parameter]:
         frozen = [] if self.tunes_embeddings else list(self.encoder.embeddings.parameters())
         n_layers = len(self.encoder.layers)
@@ -455,12 +482,13 @@ class Backbone(nn.Module):
 
     # -- pieces ------------------------------------------------------------------------
 
-    def pieces(self, sentences: Sequence[Sequence[str]]) -> PieceBatch:
-        """The padded pieces of PTB-tokenized sentences; a sentence with more pieces than
-        the encoder's positions raises ``SentenceTooLong`` naming it."""
+    def piece_rows(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[int]]]:
+        """Each PTB-tokenized sentence's ``[CLS] pieces [SEP]`` ids and the word of each
+        piece (-1 for the special pieces); a sentence with more pieces than the encoder's
+        positions raises ``SentenceTooLong`` naming it."""
         texts = [[PTB_UNESCAPE.get(word, word) for word in words] for words in sentences]
         encoded = self.tokenizer.encode_batch(texts, is_pretokenized=True, add_special_tokens=False)
-        rows, owners = [], []
+        rows = []
         for index, (words, encoding) in enumerate(zip(sentences, encoded, strict=True)):
             if not words:
                 raise ValueError(f"sentence {index + 1} of the batch has no words")
@@ -481,44 +509,41 @@ class Backbone(nn.Module):
                     f"{len(ids)} pieces with [CLS] and [SEP], more than the encoder's "
                     f"{self.max_pieces} positions; split it (it is never truncated)"
                 )
-            rows.append(ids)
-            owners.append(owner)
-        device = self.encoder.embeddings.words.weight.device
-        width = max(len(ids) for ids in rows)
-        n_words = max(len(words) for words in sentences)
+            rows.append((ids, owner))
+        return rows
+
+    def pieces(self, sentences: Sequence[Sequence[str]]) -> PieceBatch:
+        """The padded pieces of PTB-tokenized sentences (``piece_rows``)."""
+        rows = self.piece_rows(sentences)
+        width = max(len(ids) for ids, _ in rows)
         piece_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         word_of_piece = torch.full((len(rows), width), -1, dtype=torch.long)
-        first_piece = torch.zeros((len(rows), n_words), dtype=torch.long)
-        word_pad_mask = torch.ones((len(rows), n_words), dtype=torch.bool)
-        for row, (ids, owner) in enumerate(zip(rows, owners, strict=True)):
+        for row, (ids, owner) in enumerate(rows):
             piece_ids[row, : len(ids)] = torch.tensor(ids)
             word_of_piece[row, : len(owner)] = torch.tensor(owner)
-            n = len(sentences[row])
-            starts = [i for i, w in enumerate(owner) if w >= 0 and owner[i - 1] != w]
-            first_piece[row, :n] = torch.tensor(starts)
-            word_pad_mask[row, :n] = False
-        pad_mask = torch.arange(width)[None, :] >= torch.tensor([len(r) for r in rows])[:, None]
-        return PieceBatch(
-            piece_ids.to(device),
-            pad_mask.to(device),
-            word_of_piece.to(device),
-            first_piece.to(device),
-            word_pad_mask.to(device),
-        )
+        pad_mask = torch.arange(width)[None, :] >= torch.tensor([len(r) for r, _ in rows])[:, None]
+        device = self.encoder.embeddings.words.weight.device
+        return piece_batch(piece_ids, pad_mask, word_of_piece).to(device)
 
     # -- vectors -----------------------------------------------------------------------
 
-    def hidden_states(self, batch: PieceBatch) -> list[Tensor]:
+    def hidden_states(self, batch: PieceBatch, syntax: LayerEdits | None = None) -> list[Tensor]:
         """Every hidden state (embeddings, then each layer), (B, p, d) each; the frozen
-        part runs without gradients."""
+        part runs without gradients. ``syntax``: the chosen heads' edits, as
+        ``BertEncoder.forward`` takes them (``syntax_injection``)."""
         encoder = self.encoder
         n_frozen = len(encoder.layers) - self.tuned_layers
         allowed = ~batch.pad_mask[:, None, None, :]
-        with torch.set_grad_enabled(torch.is_grad_enabled() and self.tunes_embeddings):
+        grad = torch.is_grad_enabled()
+        with torch.set_grad_enabled(grad and self.tunes_embeddings):
             states = [encoder.embeddings(batch.piece_ids)]
         for index, layer in enumerate(encoder.layers):
-            with torch.set_grad_enabled(torch.is_grad_enabled() and index >= n_frozen):
-                states.append(layer(states[-1], allowed))
+            edit = None if syntax is None else syntax(index, states[-1])
+            # A frozen layer still passes a gradient to an edit that learns (the
+            # constituent links); its own weights have requires_grad off.
+            learns = edit is not None and _edit_learns(edit)
+            with torch.set_grad_enabled(grad and (index >= n_frozen or learns)):
+                states.append(layer(states[-1], allowed, edit))
         return states
 
     def pool(self, states: Tensor, batch: PieceBatch) -> Tensor:
@@ -536,13 +561,21 @@ class Backbone(nn.Module):
             words = sums[:, :n_words] / counts[:, :n_words, None].clamp(min=1)
         return words.masked_fill(batch.word_pad_mask[:, :, None], 0.0)
 
-    def forward(self, sentences: Sequence[Sequence[str]]) -> Tensor:
-        """PTB-tokenized sentences -> word vectors (B, n, d), batch-first, zero-padded."""
-        batch = self.pieces(sentences)
-        states = self.hidden_states(batch)
+    def vectors(self, batch: PieceBatch, syntax: LayerEdits | None = None) -> Tensor:
+        """Word vectors (B, n, d), zero-padded, of a batch of pieces (``pieces``)."""
+        states = self.hidden_states(batch, syntax)
         chosen = [states[i] for i in self.layer_indices]
         mixed = chosen[0] if self.mix is None else self.mix(chosen)
         return self.pool(mixed, batch)
+
+    def forward(self, sentences: Sequence[Sequence[str]]) -> Tensor:
+        """PTB-tokenized sentences -> word vectors (B, n, d), batch-first, zero-padded."""
+        return self.vectors(self.pieces(sentences))
+
+
+def _edit_learns(edit: HeadEdit) -> bool:
+    change = edit.bias if edit.bias is not None else edit.prior
+    return change.requires_grad
 
 
 def _special(vocab: dict[str, int], names: Sequence[str]) -> int:

@@ -47,7 +47,7 @@ from treeattn.attention.constituent import (
     neighbour_links,
 )
 from treeattn.attention.distance import GATES, local_bias
-from treeattn.models.backbone import BertEncoder
+from treeattn.models.backbone import BertEncoder, first_pieces
 from treeattn.models.head_edit import HeadEdit, edited_attention
 from treeattn.trees import Tree
 from treeattn.trees.distance import gap_distances
@@ -78,16 +78,6 @@ def words_to_pieces(
     in_word = word_of_piece >= 0
     values = values.masked_fill(~(in_word[:, :, None] & in_word[:, None, :]), open_value)
     return values.masked_fill(pad_mask[:, None, :], shut_value)[:, None]
-
-
-def first_pieces(word_of_piece: Tensor, n_words: int) -> Tensor:
-    """(B, p) -> (B, n): the position of each word's first piece (0 past a sentence)."""
-    batch, length = word_of_piece.shape
-    slot = word_of_piece.masked_fill(word_of_piece < 0, n_words)  # specials in a spare slot
-    positions = torch.arange(length, device=word_of_piece.device).expand(batch, -1)
-    first = torch.full((batch, n_words + 1), length, device=word_of_piece.device)
-    first = first.scatter_reduce(1, slot, positions, reduce="amin")[:, :n_words]
-    return first.masked_fill(first == length, 0)
 
 
 def as_word_of_piece(word_ids: Tensor | Sequence[Sequence[int | None]]) -> Tensor:
@@ -208,11 +198,26 @@ class SyntaxInjection(nn.Module):
                     f"sentence {index + 1}: its tree has {n} words but its pieces belong to {found}"
                 )
         word_lengths = torch.tensor(lengths, device=pad_mask.device)
-        bias = None
+        gaps = None
         if trees is not None and self.mechanism == "distance":
             gaps = torch.zeros(len(trees), max(lengths) - 1, dtype=torch.long)
             for row, tree in enumerate(trees):  # per sentence, once per batch
                 gaps[row, : lengths[row] - 1] = torch.tensor(gap_distances([tree]))
+        return self.gap_inputs(gaps, word_of_piece, pad_mask, word_lengths)
+
+    def gap_inputs(
+        self,
+        gaps: Tensor | None,
+        word_of_piece: Tensor,
+        pad_mask: Tensor,
+        word_lengths: Tensor,
+    ) -> SyntaxInputs:
+        """``inputs`` from the trees' gap distances (B, n-1) already made (None for the
+        constituent mechanism), as a data pipeline batches them; ``word_lengths`` (B,)."""
+        bias = None
+        if self.mechanism == "distance":
+            if gaps is None:
+                raise ValueError("the distance mechanism needs the batch's gap distances")
             words = local_bias(gaps.to(pad_mask.device), self.gate, self.tau)
             bias = words_to_pieces(words, word_of_piece, pad_mask, 0.0, -torch.inf)
         return SyntaxInputs(self, word_of_piece, pad_mask, word_lengths, bias)

@@ -7,10 +7,14 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from treeattn.engine.config import build_section, check_positive
+from treeattn.models.pretrained import BackboneSettings
 
 
 @dataclass
-class ParserConfig:
+class ParserConfig(BackboneSettings):
+    """The parser's settings. ``backbone`` (``BackboneSettings``): a pretrained encoder read
+    beside the words and characters, whose word vectors join the content part."""
+
     d_word: int = 100
     d_char: int = 64
     d_content: int = 128
@@ -37,14 +41,6 @@ class ParserConfig:
     dependency_weight: float = 0.5  # L = L_c + w L_d (the release's 0.5)
     tag_weight: float = 1.0
     decoder: str = "eisner"  # or mst (Chu-Liu-Edmonds)
-    # A pretrained encoder read beside the words and characters: None, "minilm" or a
-    # directory (``treeattn.models.backbone``). Its word vectors join the content part.
-    backbone: str | None = None
-    backbone_layers: int | list = -1  # one hidden state, or a learned mix of several
-    backbone_pooling: str = "first"  # or mean (of a word's pieces)
-    backbone_tune: str | int = "all"  # or none (frozen), or k: only the top k layers
-    backbone_lr: float | None = None  # its own learning rate (None: train.lr)
-    backbone_warmup: int | None = None  # its own warm-up updates (None: train.warmup_steps)
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "config") -> ParserConfig:
@@ -77,47 +73,6 @@ class ParserConfig:
         for key in ("d_kv", "lal_d_kv", "lal_d_proj", "d_ff"):
             if getattr(self, key) % 2:
                 raise ValueError(f"{where}: model.{key} must be even (content and position halves)")
-        self._check_backbone(where)
+        self.check_backbone(where)
         if self.lal_heads < 0:
             raise ValueError(f"{where}: model.lal_heads must be 0 (one per label) or more")
-
-    def _check_backbone(self, where: str) -> None:
-        if self.backbone is not None and not isinstance(self.backbone, str):
-            raise ValueError(f"{where}: model.backbone={self.backbone!r}; use minilm or a folder")
-        layers = self.backbone_layers
-        chosen = [layers] if isinstance(layers, int) else layers
-        if (
-            isinstance(layers, bool)
-            or not isinstance(chosen, list)
-            or not chosen
-            or not all(isinstance(i, int) and not isinstance(i, bool) for i in chosen)
-        ):
-            raise ValueError(
-                f"{where}: model.backbone_layers={layers!r}; use a layer index or a list of them"
-            )
-        if self.backbone_pooling not in ("first", "mean"):
-            raise ValueError(
-                f"{where}: model.backbone_pooling={self.backbone_pooling!r}; use first or mean"
-            )
-        tune = self.backbone_tune
-        if tune not in ("all", "none") and (
-            not isinstance(tune, int) or isinstance(tune, bool) or tune < 0
-        ):
-            raise ValueError(
-                f"{where}: model.backbone_tune={tune!r}; use all, none or a number of top layers"
-            )
-        if self.backbone_lr is not None and not self.backbone_lr > 0:
-            raise ValueError(f"{where}: model.backbone_lr must be positive")
-        if self.backbone_warmup is not None and (
-            not isinstance(self.backbone_warmup, int) or self.backbone_warmup < 0
-        ):
-            raise ValueError(f"{where}: model.backbone_warmup must be 0 or more")
-
-    def backbone_options(self) -> dict[str, Any]:
-        """``load_backbone``'s options (layers, pooling, tune) from these settings."""
-        layers = self.backbone_layers
-        return {
-            "layers": layers if isinstance(layers, int) else list(layers),
-            "pooling": self.backbone_pooling,
-            "tune": self.backbone_tune,
-        }

@@ -28,6 +28,7 @@ from treeattn.engine.task import Selection, Task
 from treeattn.errors import FormatError
 from treeattn.metrics.dependency import attachment_scores
 from treeattn.metrics.evalb import EvalbResult, evalb, format_evalb
+from treeattn.models.pretrained import backbone_parameter_groups
 from treeattn.parsing import Parser
 from treeattn.parsing.config import ParserConfig
 from treeattn.parsing.decoding import Parsed, parse_all
@@ -92,10 +93,7 @@ class ParseTask(Task):
             raise ValueError(f"{where}: data.paths is for data.name={FILES}, not {d.name}")
         check_positive({"data.min_count": d.min_count}, where)
         m.check(where)
-        if m.backbone_warmup == 0 and cfg.train.schedule == "inverse_sqrt":
-            raise ValueError(
-                f"{where}: train.schedule=inverse_sqrt needs model.backbone_warmup >= 1"
-            )
+        m.check_backbone(where, cfg.train.schedule)
 
     @property
     def headline(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -174,25 +172,11 @@ class ParseTask(Task):
 
     def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]]:
         """The parser's own parameters (the backbone's layer mix among them) at ``train.lr``;
-        the backbone's tuned encoder weights, if any, in a group of their own at
-        ``model.backbone_lr`` with ``model.backbone_warmup`` updates of warm-up (each
-        defaulting to the parser's). Frozen weights are in no group."""
+        the backbone's tuned weights at their own rate (``backbone_parameter_groups``)."""
         backbone = getattr(model, "backbone", None)
         if backbone is None:
             return super().parameter_groups(model)
-        encoder = {id(p) for p in backbone.encoder.parameters()}
-        parser = [p for p in model.parameters() if id(p) not in encoder]
-        tuned = [p for p in backbone.encoder.parameters() if p.requires_grad]
-        groups: list[dict[str, Any]] = [{"params": parser, "name": "parser"}]
-        if tuned:
-            m = self.cfg.model
-            own: dict[str, Any] = {"params": tuned, "name": "backbone"}
-            if m.backbone_lr is not None:
-                own["lr"] = m.backbone_lr
-            if m.backbone_warmup is not None:
-                own["warmup_steps"] = m.backbone_warmup
-            groups.append(own)
-        return groups
+        return backbone_parameter_groups(model, backbone, self.cfg.model, "parser")
 
     def loss(self, model: nn.Module, batch: ParseBatch) -> torch.Tensor:
         """Per sentence, then averaged over the batch: the constituency hinge loss, plus
