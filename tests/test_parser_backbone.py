@@ -182,6 +182,10 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
         assert str(a.tree) == str(b.tree)
         assert a.dependencies.heads == b.dependencies.heads
         assert a.dependencies.relations == b.dependencies.relations
+    # int8 quantizes the parser's own layers and leaves the pretrained ones in float32.
+    modules = dict(Parser.load(path, device="cpu", int8=True).model.named_modules())
+    assert type(modules["backbone.encoder.layers.2.query"]) is torch.nn.Linear
+    assert type(modules["content"]) is not torch.nn.Linear
 
     with safe_open(str(path), "pt") as f:
         meta = f.metadata()

@@ -16,8 +16,8 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
         "parse",
         help="parse raw text: one sentence a line, trees out",
         description="Parse sentences, one per line, with the label attention parser (by "
-        "default the model shipped with treeattn, trained on the PTB sample). Sentences are "
-        "tokenized as the Penn Treebank is, URLs and e-mail addresses kept whole "
+        "default the accurate one shipped with treeattn, trained on the PTB sample). Sentences "
+        "are tokenized as the Penn Treebank is, URLs and e-mail addresses kept whole "
         "(--tokenized: words split on spaces, as given); a line is one sentence, or with "
         "--split-sentences as many as it holds. Output comes in input order, one bracketed "
         "tree a line or CoNLL-U, whose FORMs, SpaceAfter=No and '# text' comments give back "
@@ -25,7 +25,17 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
         "file:line, exit status 2, and with -o nothing is written unless every line parsed.",
     )
     p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
-    p.add_argument("--model", help="a parser (.safetensors, or a checkpoint of a parse run)")
+    p.add_argument(
+        "--model",
+        help="accurate (default: the parser on the pretrained MiniLM encoder), fast (trained "
+        "from scratch, faster), or a parser file (.safetensors, or a checkpoint "
+        "of a parse run)",
+    )
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="quantize the linear layers to int8 (faster on CPU; see the model's card)",
+    )
     p.add_argument(
         "--format",
         choices=("brackets", "conllu"),
@@ -47,7 +57,7 @@ def _parse(args: argparse.Namespace) -> int:
     from treeattn.trees.tokenize import with_text
 
     def parse(lines: list[str], where: str) -> tuple[str, int, float]:
-        parser = Parser.load(args.model)
+        parser = Parser.load(args.model, int8=args.int8)
         if args.format == "brackets" and not parser.constituency:
             raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
         sentences = line_sentences(lines, where, args.split_sentences, args.tokenized)

@@ -188,6 +188,9 @@ def _mechanisms(args: argparse.Namespace) -> int:
     print("\ntask (data.name; splits):")
     for name in task_names():
         task = make_task(load_config(None, [f"task={name}"]))
-        datasets = ", ".join(getattr(task_class(name), "datasets", ())) or task.cfg.data.name
+        # A task registered from outside may name no data set.
+        datasets = ", ".join(getattr(task_class(name), "datasets", ())) or getattr(
+            task.cfg.data, "name", "-"
+        )
         print(f"  {name:<14} {datasets}; {', '.join(task.splits)}")
     return OK

