@@ -1,14 +1,16 @@
 """Parsing raw text with the shipped parsers: sentences per second and, on the PTB sample's
 test split, what int8 quantization costs in accuracy.
 
-For each parser (``accurate`` and ``fast``, float32 weights as loaded, and with ``--int8``
-variants their linear layers quantized to int8), the time to load it and parse every line
-of a raw-text file (PTB tokenization inside, batches sorted by length, inference mode),
-as ``treeattn parse`` does; two inputs: the 413 test sentences of the PTB sample (their
-words joined by spaces, brackets and quotes written as in text) and 2,000 lines of
-Multi30k val English (its 1,014 lines repeated). Each measurement is the median of
-``--repeats`` runs in interleaved rounds. Then EVALB F1, tagging accuracy and UAS/LAS on
-the test split (gold words, as ``treeattn evaluate``), float32 against int8.
+For each parser (``accurate`` and ``fast``, float32 weights as loaded and, unless
+``--no-int8``, with their own linear layers in int8 as ``Parser.load(int8=True)``), the time to
+load it and parse every line of a raw-text file (PTB tokenization inside, batches sorted
+by length, inference mode), as ``treeattn parse`` does; two inputs: the 413 test sentences
+of the PTB sample (their words joined by spaces, brackets and quotes written as in text)
+and 2,000 lines of Multi30k val English (its 1,014 lines repeated). Each measurement is
+the median of ``--repeats`` runs in interleaved rounds. Then EVALB F1, tagging accuracy
+and UAS/LAS on the test split (gold words, as ``treeattn evaluate``), float32 against
+int8, and for the accurate parser with its pretrained encoder's layers in int8 as well
+(per tensor, per output channel), which ``int8`` leaves in float32.
 
     OMP_NUM_THREADS=2 python -m benchmarks.parse_speed --threads 2
 """
@@ -18,8 +20,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import warnings
+from typing import Any
 
 import torch
+from torch.ao.quantization import (
+    default_dynamic_qconfig,
+    per_channel_dynamic_qconfig,
+    quantize_dynamic,
+)
 
 from benchmarks.common import (
     add_run_arguments,
@@ -38,6 +47,11 @@ from treeattn.tasks.parse import ParseTask
 
 # PTB escapes written back as the characters a text has.
 SCORES = ("f1", "tagging", "uas", "las")
+# Ways to quantize the pretrained encoder's layers as well, scored beside ``int8``.
+ENCODER_QCONFIGS = {
+    "per tensor": default_dynamic_qconfig,
+    "per channel": per_channel_dynamic_qconfig,
+}
 TEXT_OF = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "``": '"', "''": '"'}
 
 
@@ -64,11 +78,23 @@ def label(model: str, int8: bool) -> str:
     return f"{model} int8" if int8 else model
 
 
-def accuracy(model: str, int8: bool) -> dict[str, float]:
+def accuracy(model: str, int8: bool, encoder_qconfig: Any = None) -> dict[str, float]:
+    """Test-split scores; with ``encoder_qconfig`` a pretrained encoder's linear layers are
+    quantized too (what ``int8`` leaves out), to show what that costs."""
     parser = Parser.load(model, device="cpu", int8=int8)
+    network = parser.model
+    if encoder_qconfig is not None:
+        layers = {
+            name: encoder_qconfig
+            for name, module in network.named_modules()
+            if name.startswith("backbone.") and type(module) is torch.nn.Linear
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            network = quantize_dynamic(network, layers, dtype=torch.qint8)
     task = ParseTask.from_parser(parser)
     examples, where = task.read("test")
-    scores = task.evaluate(parser.model, task.encode(examples, where), parser.device)
+    scores = task.evaluate(network, task.encode(examples, where), parser.device)
     return {k: scores[k] for k in SCORES}
 
 
@@ -115,6 +141,9 @@ def main() -> None:
     scores = {}
     if not args.quick:
         scores = {label(*v): accuracy(*v) for v in variants}
+        if "accurate" in args.models and not args.no_int8:
+            for name, qconfig in ENCODER_QCONFIGS.items():
+                scores[f"accurate int8, encoder too ({name})"] = accuracy("accurate", True, qconfig)
         markdown += "\n\nPTB sample test, gold words:\n\n" + markdown_table(
             ["parser", "F1", "tagging", "UAS", "LAS"],
             [[name, *(fmt(s[k], 2) for k in SCORES)] for name, s in scores.items()],
