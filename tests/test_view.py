@@ -364,3 +364,37 @@ def test_the_page_benchmark_runs_end_to_end(runs, tmp_path):
     subprocess.run(command, cwd=root, check=True, capture_output=True, timeout=300)
     rows = json.loads((tmp_path / "view_page.json").read_text())["rows"]
     assert rows[0]["bytes"] > 0 and rows[0]["console_errors"] == 0
+
+
+def _spans(tree: dict) -> set[tuple[int, int]]:
+    """The (first, last + 1) word spans of a page's tree."""
+    found = set()
+
+    def walk(node: dict) -> tuple[int, int]:
+        ends = []
+        for child in node["children"]:
+            ends += [child, child + 1] if isinstance(child, int) else list(walk(child))
+        span = (min(ends), max(ends))
+        found.add(span)
+        return span
+
+    walk(tree)
+    return found
+
+
+def test_a_tree_transformers_page_draws_the_tree_induce_reads_off_its_links(shared_data, tmp_path):
+    from treeattn.analysis.induction import induce_trees
+
+    run = tmp_path / "run"
+    sets = ["train.max_updates=3", "train.epochs=null", "model.d_model=16", "model.n_heads=2"]
+    sets += ["model.d_ff=32", "train.progress=false", f"out_dir={run}"]
+    argv = ["train", "configs/text-constituent.yaml"]
+    assert main([*argv, *(item for o in sets for item in ("--set", o))]) == 0
+    lines = ["the cat sat on the mat .", "dogs bark ."]
+    saved, examples, data = _data(run / "best.pt", lines)
+    for sentence in data["sentences"]:
+        words = sentence["words"]
+        assert words[0] == "<s>" and sentence["arcs"][0] is None  # the start token
+        induced = induce_trees(saved, [words[1:]])[0]
+        expected = {(s + 1, e + 1) for _, s, e in induced.spans() if e - s > 1}
+        assert {(s, e) for s, e in _spans(sentence["tree"]) if e - s > 1} == expected

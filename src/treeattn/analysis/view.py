@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from treeattn.analysis.hierarchical import layer_weights
-from treeattn.analysis.induction import trees_from_links
+from treeattn.analysis.induction import trees_from_links, uses_start_token
 from treeattn.analysis.latent_trees import decode_heads
 from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
 from treeattn.attention.distance import BIAS, DistanceAttention
@@ -148,10 +148,13 @@ def capture(saved: Trained, inputs) -> Captured:
     return found
 
 
-def tree_json(tree: Tree, node_index: dict[tuple[int, int, int], int] | None = None) -> dict:
+def tree_json(
+    tree: Tree, node_index: dict[tuple[int, int, int], int] | None = None, first: int = 0
+) -> dict:
     """A tree as the page draws it: ``{"label", "node", "children"}``, a leaf as its word's
-    index. ``node`` is the model's index of the phrase node (hierarchical models: nodes by
-    span and their order among nodes of one span, top down), else None."""
+    index (the tree's first word is word ``first``). ``node`` is the model's index of the
+    phrase node (hierarchical models: nodes by span and their order among nodes of one
+    span, top down), else None."""
     seen: dict[tuple[int, int], int] = {}
 
     def walk(node: Tree | str, start: int) -> tuple[Any, int]:
@@ -166,7 +169,7 @@ def tree_json(tree: Tree, node_index: dict[tuple[int, int, int], int] | None = N
         index = None if node_index is None else node_index.get((start, end, k))
         return {"label": node.label, "node": index, "children": children}, end
 
-    return walk(tree, 0)[0]
+    return walk(tree, first)[0]
 
 
 def _model_nodes(item) -> tuple[list[list[int]], dict[tuple[int, int, int], int]]:
@@ -271,14 +274,17 @@ def sentence_data(saved: Trained, example: LabeledSentence, item, found: Capture
     node_index = None
     if isinstance(saved.model.encoder, HierarchicalEncoder):
         spans, node_index = _model_nodes(item)  # its queries: the phrase nodes, then the words
-    tree = example.tree
+    tree, first = example.tree, 0
     if tree is None and found.links:  # the Tree Transformer's own tree, read off its links
-        links = [torch.stack(found.links).cpu().numpy()]
-        tree = trees_from_links([words], links)[0]
+        first = int(uses_start_token(saved))  # over the words: a start token's link dropped
+        links = [torch.stack(found.links)[:, first:].cpu().numpy()]
+        tree = trees_from_links([words[first:]], links)[0]
+    arcs = None if tree is None else _heads_of(tree)
     data: dict[str, Any] = {
         "words": words,
-        "tree": None if tree is None else tree_json(tree, node_index),
-        "arcs": None if tree is None else _heads_of(tree),
+        "tree": None if tree is None else tree_json(tree, node_index, first),
+        # Word i's head (0: the root; None: a token outside the tree).
+        "arcs": None if arcs is None else [None] * first + [h and h + first for h in arcs],
         "attention": [[encode_attention(h) for h in layer[:heads]] for layer in found.attention],
         "latent": [layer[:heads] for layer in found.best_heads],
     }

@@ -81,6 +81,7 @@ function layoutTree(sentence, width) {
 function drawArcs(group, heads, width, top, cls) {
   heads.forEach((head, i) => {
     const x = (i + 0.5) * width;
+    if (head === null) return; // a token outside the tree (a start token)
     if (head === 0) {
       svg("line", { x1: x, y1: top, x2: x, y2: top + 14, class: cls + " root" }, group);
       return;
