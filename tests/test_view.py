@@ -232,6 +232,8 @@ def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkey
     assert not bad.exists() and not list(tmp_path.glob("*.partial"))
     assert main(["view", checkpoint, "--max-mb", "0", "-o", str(bad)]) == 2
     assert "--max-mb must be positive" in capsys.readouterr().err
+    assert main(["view", str(runs("tree-lstm")), "-o", str(bad)]) == 2
+    assert "no attention layer whose weights can be shown" in capsys.readouterr().err
     parser = Path("src/treeattn/resources/parser-ptb-sample.safetensors")
     assert main(["view", str(parser), str(source), "-o", str(bad)]) == 2
     assert "shows sentence encoders" in capsys.readouterr().err and not bad.exists()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,25 +68,13 @@ def decode_attention(text: str, size: int) -> torch.Tensor:
 class Captured:
     """One sentence's pass: per layer, attention (H, q, q) and the mechanism's extras."""
 
-    attention: list[torch.Tensor]
-    links: list[torch.Tensor]  # constituent: (n-1,) per layer
-    priors: list[torch.Tensor]  # constituent: (n, n) per layer
-    gates: list[torch.Tensor]  # distance: (n, n) per layer with local heads
-    local_heads: list[int]  # distance: how many heads are local, per layer
-    marginals: list[torch.Tensor]  # structured: (H, n+1, n+1) per layer
-    best_heads: list[list[list[int]]]  # structured: per layer and head, heads (0 = root)
-
-
-def _empty() -> Captured:
-    return Captured([], [], [], [], [], [], [])
-
-
-def _attention_layers(model: nn.Module) -> list[nn.Module]:
-    layers = [m for m in model.modules() if hasattr(m, "attention_weights")]
-    layers += [m for m in model.modules() if isinstance(m, StructuredAttention)]
-    if not layers:
-        raise ValueError("the model has no attention layer whose weights can be shown")
-    return layers
+    attention: list[torch.Tensor] = field(default_factory=list)
+    links: list[torch.Tensor] = field(default_factory=list)  # constituent: (n-1,) per layer
+    priors: list[torch.Tensor] = field(default_factory=list)  # constituent: (n, n) per layer
+    gates: list[torch.Tensor] = field(default_factory=list)  # distance: (n, n), local layers
+    local_heads: list[int] = field(default_factory=list)  # distance: local heads per layer
+    marginals: list[torch.Tensor] = field(default_factory=list)  # structured: (H, n+1, n+1)
+    best_heads: list[list[list[int]]] = field(default_factory=list)  # structured: per head
 
 
 def _hook(module: nn.Module, found: Captured):
@@ -95,8 +83,6 @@ def _hook(module: nn.Module, found: Captured):
 
     def keep(_module: nn.Module, inputs: tuple, _output: Any) -> None:
         x, pad_mask, context = inputs
-        if isinstance(module, StructuredAttention):
-            return  # its arc scorer's hook keeps the marginals
         found.attention.append(module.attention_weights(x, pad_mask, context)[0])
         if isinstance(module, ConstituentAttention):
             links = context[LINKS]  # this layer's, a^l
@@ -113,6 +99,9 @@ def _hook(module: nn.Module, found: Captured):
 
 
 def _structured_hook(module: StructuredAttention, found: Captured):
+    """A forward hook on ``module``'s arc scorer: the marginals its layer attends with (the
+    same function of the same scores) and each head's best tree."""
+
     def keep(_module: nn.Module, _inputs: tuple, scores: torch.Tensor) -> None:
         size = scores.shape[-1]
         lengths = torch.tensor([size - 1], device=scores.device)
@@ -130,16 +119,22 @@ def _structured_hook(module: StructuredAttention, found: Captured):
 def capture(saved: Trained, inputs) -> Captured:
     """Run the encoder of ``saved`` on one sentence's typed batch ``inputs`` (B = 1)."""
     encoder = saved.model.encoder
-    found = _empty()
+    found = Captured()
     if isinstance(encoder, HierarchicalEncoder):
         found.attention = [w[0] for w in layer_weights(encoder, inputs)]
         return found
-    handles = []
-    for module in _attention_layers(encoder):
-        handles.append(module.register_forward_hook(_hook(module, found)))
-        if isinstance(module, StructuredAttention):
-            hook = _structured_hook(module, found)
-            handles.append(module.arc_scorer.register_forward_hook(hook))
+    handles = [
+        m.register_forward_hook(_hook(m, found))
+        for m in encoder.modules()
+        if hasattr(m, "attention_weights")
+    ]
+    handles += [
+        m.arc_scorer.register_forward_hook(_structured_hook(m, found))
+        for m in encoder.modules()
+        if isinstance(m, StructuredAttention)
+    ]
+    if not handles:
+        raise ValueError("the model has no attention layer whose weights can be shown")
     try:
         encoder.encode_inputs(inputs)
     finally:
