@@ -21,11 +21,12 @@ ROOT = Path(__file__).parents[1]
         "distance_attention",
         "parser_chart",
         "translation",
+        "tree_dependencies",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
-    if script == "translation":
-        request.getfixturevalue("shared_data")  # Multi30k; skips without it
+    if script in ("translation", "tree_dependencies"):
+        request.getfixturevalue("shared_data")  # Multi30k, the PTB sample; skips without them
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
     env = {**os.environ, "TREEATTN_CACHE": str(tmp_path / "cache")}
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300, env=env)
@@ -42,6 +43,10 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         assert all(row["max_abs_diff_prior"] < 1e-6 for row in results["rows"])
     if script == "distance_attention":
         assert all(row["gates_agree"] for row in results["rows"])
+    if script == "tree_dependencies":  # the tree's own conversion always agrees with it
+        scores = results["results"]["fast"]
+        assert scores["ptb_test"]["one_outside_from-tree"] == 100.0
+        assert scores["multi30k_val"]["one_outside_from-tree"] == 100.0
     if script == "parser_chart":
         # Batched and one sentence at a time give the same loss (the library rows, when
         # installed, are reported, not asserted).

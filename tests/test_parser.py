@@ -102,24 +102,27 @@ def test_residual_dropout_drops_the_same_features_for_every_word():
 # ---------------------------------------------------------------- span vectors
 
 
+TINY_SIZES = dict(
+    d_word=8,
+    d_char=8,
+    d_content=8,
+    d_position=8,
+    max_length=20,
+    n_layers=1,
+    n_heads=2,
+    d_kv=8,
+    d_ff=16,
+    lal_d_kv=8,
+    lal_d_proj=4,
+    d_label_hidden=8,
+    d_tag_hidden=8,
+    d_arc=8,
+    d_rel=8,
+)
+
+
 def tiny_parser(**changes) -> LabelAttentionParser:
-    sizes = ParserConfig(
-        d_word=8,
-        d_char=8,
-        d_content=8,
-        d_position=8,
-        max_length=20,
-        n_layers=1,
-        n_heads=2,
-        d_kv=8,
-        d_ff=16,
-        lal_d_kv=8,
-        lal_d_proj=4,
-        d_label_hidden=8,
-        d_tag_hidden=8,
-        d_arc=8,
-        d_rel=8,
-    )
+    sizes = ParserConfig(**TINY_SIZES)
     for key, value in changes.items():
         setattr(sizes, key, value)
     counts = {"n_words": 12, "n_chars": 10, "n_tags": 2, "n_labels": 4, "n_rels": 3}
@@ -329,7 +332,8 @@ def test_a_dependency_only_parser_reads_conllu(tmp_path, capsys):
     inputs = tmp_path / "in.txt"
     inputs.write_text("the cat sat\n")
     assert main(["predict", str(run / "best.pt"), str(inputs)]) == 0
-    assert capsys.readouterr().out.startswith("1\tthe\t")
+    scheme = "the parser's own arcs, relations of its training treebank (toy.conllu)"
+    assert capsys.readouterr().out.startswith(f"# scheme = {scheme}\n1\tthe\t")
 
 
 def train_on_files(paths: list[str]) -> int:

@@ -43,6 +43,14 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
         help="brackets: one bracketed tree a line, words as the Penn Treebank writes them "
         "(-LRB-); conllu: CoNLL-U with the original text (default: brackets)",
     )
+    p.add_argument(
+        "--dependencies",
+        choices=("from-tree", "independent"),
+        help="where CoNLL-U's heads come from: from-tree, the head-rule conversion of the "
+        "predicted constituency tree, which always agrees with the brackets (default for a "
+        "constituency parser); independent, the parser's own arcs, decoded apart from the "
+        "tree (a dependency-only parser's only kind). A '# scheme' comment says which",
+    )
     p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
     add_split_sentences(p, "one tree each")
     p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
@@ -73,7 +81,13 @@ def _parse(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         # The words go in as split here, so that each keeps its place in the line.
         words = [" ".join(sentence.words) for sentence in sentences]
-        parsed = parser.parse(words, tokenized=True, progress=sys.stderr.isatty(), where=where)
+        parsed = parser.parse(
+            words,
+            tokenized=True,
+            progress=sys.stderr.isatty(),
+            where=where,
+            dependencies=args.dependencies,
+        )
         seconds = time.perf_counter() - started
         if args.format == "brackets":
             return "".join(p.tree.to_brackets() + "\n" for p in parsed), len(parsed), seconds
@@ -81,9 +95,11 @@ def _parse(args: argparse.Namespace) -> int:
         for sentence, p in zip(sentences, parsed, strict=True):
             tree = with_text(p.dependencies, sentence.tokens, sentence.text)
             number = str(sentence.line)
+            rest = dict(tree.metadata)  # the scheme, after sent_id and text as UD has them
             tree.metadata = {
                 "sent_id": number + (f".{sentence.index}" if args.split_sentences else ""),
-                **tree.metadata,
+                "text": rest.pop("text"),
+                **rest,
             }
             trees.append(tree)
         return format_conllu(trees), len(parsed), seconds

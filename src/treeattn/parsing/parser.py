@@ -28,7 +28,7 @@ from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import pick_device
 from treeattn.parsing.config import ParserConfig
-from treeattn.parsing.decoding import parse_all
+from treeattn.parsing.decoding import FROM_TREE, INDEPENDENT, parse_all, training_treebank
 from treeattn.parsing.encoding import ParseSet, encode
 from treeattn.parsing.examples import unparsed_example
 from treeattn.parsing.network import LabelAttentionParser
@@ -186,7 +186,13 @@ class Parser:
 
     @overload
     def parse(
-        self, sentences: str, tokenized: bool = ..., progress: bool = ..., where: str = ...
+        self,
+        sentences: str,
+        tokenized: bool = ...,
+        progress: bool = ...,
+        where: str = ...,
+        *,
+        dependencies: str | None = ...,
     ) -> Parse: ...
 
     @overload
@@ -196,6 +202,8 @@ class Parser:
         tokenized: bool = ...,
         progress: bool = ...,
         where: str = ...,
+        *,
+        dependencies: str | None = ...,
     ) -> list[Parse]: ...
 
     def parse(
@@ -204,16 +212,34 @@ class Parser:
         tokenized: bool = False,
         progress: bool = False,
         where: str = "input",
+        *,
+        dependencies: str | None = None,
     ) -> Parse | list[Parse]:
         """Parse raw sentences (or space-separated words with ``tokenized``), in batches of
         similar length; results come in input order. One string is one sentence, and
-        gives its ``Parse`` alone."""
+        gives its ``Parse`` alone.
+
+        ``dependencies``: ``"from-tree"`` (the default for a constituency parser) converts
+        each predicted tree by the head rules of the training data, so that the two agree;
+        ``"independent"`` (a dependency-only parser's only kind) decodes the parser's own
+        arcs apart from the tree. Each dependency tree names its scheme in its metadata."""
         if isinstance(sentences, str):
-            return self.parse([sentences], tokenized, progress, where)[0]
+            return self.parse([sentences], tokenized, progress, where, dependencies=dependencies)[0]
+        if dependencies is None:
+            dependencies = FROM_TREE if self.constituency else INDEPENDENT
+        elif dependencies == FROM_TREE and not self.constituency:
+            raise ValueError("a dependency-only parser has no tree to take dependencies from")
         words = self.words(sentences, tokenized, where)
         data = self.encode(words)
         parsed = parse_all(
-            self.model, data, self.vocab, self.device, self.max_tokens, progress=progress
+            self.model,
+            data,
+            self.vocab,
+            self.device,
+            self.max_tokens,
+            progress=progress,
+            dependencies=dependencies,
+            treebank=training_treebank(self.run_config.get("data") or {}),
         )
         return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
 

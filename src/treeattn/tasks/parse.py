@@ -13,7 +13,7 @@ are decoded separately (the paper decodes them jointly).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,13 @@ from treeattn.metrics.evalb import EvalbResult, evalb, format_evalb
 from treeattn.models.pretrained import backbone_parameter_groups
 from treeattn.parsing import Parser
 from treeattn.parsing.config import ParserConfig
-from treeattn.parsing.decoding import Parsed, parse_all
+from treeattn.parsing.decoding import Parsed, parse_all, training_treebank
 from treeattn.parsing.encoding import ParseBatch, ParseSet, encode
 from treeattn.parsing.examples import ParseExample, ptb_example, ud_example
 from treeattn.parsing.network import LabelAttentionParser
 from treeattn.parsing.vocab import IGNORE, ParserVocab
 from treeattn.structs import CKY
-from treeattn.trees.dependency import format_conllu, read_conllu
+from treeattn.trees.dependency import DependencyTree, format_conllu, read_conllu
 from treeattn.trees.tokenize import tokenize
 from treeattn.trees.transforms import clean_ptb
 from treeattn.trees.treebank import iter_treebank
@@ -223,7 +223,10 @@ class ParseTask(Task):
         whole batches are decoded at once. With ``gold_tags`` the constituency trees carry
         the examples' own tags (for EVALB, see ``evaluate``); ``progress`` shows a bar."""
         max_tokens = self.cfg.train.eval_max_tokens
-        return parse_all(model, data, self.vocab, device, max_tokens, gold_tags, progress)
+        treebank = training_treebank(asdict(self.cfg.data))  # names a UD parser's scheme
+        return parse_all(
+            model, data, self.vocab, device, max_tokens, gold_tags, progress, treebank=treebank
+        )
 
     def evaluate(self, model: nn.Module, data: ParseSet, device: torch.device) -> dict[str, Any]:
         """EVALB (COLLINS.prm) recall, precision and F1, tagging accuracy, and UAS/LAS with
@@ -281,18 +284,7 @@ class ParseTask(Task):
             for gold, guess in zip(ex.tags, deps.xpos, strict=True)
         ]
         metrics["tagging"] = 100.0 * sum(g == p for g, p in pairs) / max(1, len(pairs))
-        gold = [ex.dependencies for ex in data.examples]
-        for suffix, ignore in (("", True), ("_punct", False)):
-            scores = attachment_scores(
-                [g.heads for g in gold],
-                [g.relations for g in gold],
-                [p.heads for p in predicted],
-                [p.relations for p in predicted],
-                words=[g.words for g in gold],
-                tags=[ex.tags for ex in data.examples],
-                ignore_punct=ignore,
-            )
-            metrics[f"uas{suffix}"], metrics[f"las{suffix}"] = scores.uas, scores.las
+        metrics.update(dependency_scores(data.examples, predicted))
         metrics["sentences"] = len(data)
         return metrics, result
 
@@ -321,6 +313,30 @@ class ParseTask(Task):
         if (output_format or self.output_formats[0]) == "brackets":
             return [tree.to_brackets() for tree, _ in parsed]
         return [format_conllu([deps]) for _, deps in parsed]
+
+
+def dependency_scores(
+    examples: Sequence[ParseExample], predicted: Sequence[DependencyTree]
+) -> dict[str, float]:
+    """UAS and LAS of ``predicted`` against the examples' gold dependencies, punctuation
+    left out by the gold tags (``uas``, ``las``: the paper's convention) and kept
+    (``uas_punct``, ``las_punct``: CoNLL 2018)."""
+    gold = [ex.dependencies for ex in examples]
+    if any(g is None for g in gold):
+        raise ValueError("dependency scores need gold dependencies for every sentence")
+    metrics = {}
+    for suffix, ignore in (("", True), ("_punct", False)):
+        scores = attachment_scores(
+            [g.heads for g in gold],
+            [g.relations for g in gold],
+            [p.heads for p in predicted],
+            [p.relations for p in predicted],
+            words=[g.words for g in gold],
+            tags=[ex.tags for ex in examples],
+            ignore_punct=ignore,
+        )
+        metrics[f"uas{suffix}"], metrics[f"las{suffix}"] = scores.uas, scores.las
+    return metrics
 
 
 def hinge_loss(scores: torch.Tensor, gold: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
