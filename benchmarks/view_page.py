@@ -20,13 +20,13 @@ Results go to ``--out`` as ``view_page.json`` and ``view_page.md``.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from tests.browser import headless_chromium
 
 from benchmarks.common import (
     add_run_arguments,
@@ -39,26 +39,6 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.analysis.view import view_page
-
-
-def chromium():
-    """A headless Chromium driven by selenium, or None (with the reason printed)."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        print("selenium is not installed: no browser timings")
-        return None
-    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if browser is None or driver is None:
-        print("no chromium with chromedriver on PATH: no browser timings")
-        return None
-    options = webdriver.ChromeOptions()
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.binary_location = browser
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(driver))
 
 
 def open_ms(browser, path: Path) -> tuple[float, int]:
@@ -96,7 +76,9 @@ def main() -> None:
         return
     info = machine_info(device)
     started = time.perf_counter()
-    browser = chromium()
+    browser, reason = headless_chromium()
+    if browser is None:
+        print(f"no browser timings: {reason}")
     rows, table = [], []
     try:
         with tempfile.TemporaryDirectory() as folder:

@@ -4,9 +4,7 @@ fetches nothing, and in a real headless browser a click shows a word's row."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.browser import headless_chromium
 from tests.test_engine import TINY
 from treeattn.analysis.view import (
     LEVELS,
@@ -242,43 +241,11 @@ def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkey
 # -- in a real browser -------------------------------------------------------------------
 
 
-def _browser_paths() -> tuple[str, str]:
-    """Chromium and its driver, or the reason the browser test cannot run."""
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        pytest.skip("selenium is not installed (pip install selenium)")
-    browser = next(
-        (
-            shutil.which(n)
-            for n in ("chromium", "chromium-browser", "google-chrome")
-            if shutil.which(n)
-        ),
-        None,
-    )
-    driver = shutil.which("chromedriver") or next(
-        (p for p in ("/usr/lib/chromium/chromedriver",) if os.path.exists(p)), None
-    )
-    if browser is None or driver is None:
-        pytest.skip(
-            "no headless Chromium with chromedriver here (apt-get install chromium chromium-driver)"
-        )
-    return browser, driver
-
-
 @pytest.fixture(scope="module")
 def browser():
-    browser, driver = _browser_paths()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium look for downloads
-    options = webdriver.ChromeOptions()
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.binary_location = browser
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    chrome, reason = headless_chromium()
+    if chrome is None:
+        pytest.skip(reason)
     yield chrome
     chrome.quit()
 
