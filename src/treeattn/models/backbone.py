@@ -540,8 +540,8 @@ class Backbone(nn.Module):
         for index, layer in enumerate(encoder.layers):
             edit = None if syntax is None else syntax(index, states[-1])
             # A frozen layer still passes a gradient to an edit that learns (the
-            # constituent links); its own weights have requires_grad off.
-            learns = edit is not None and _edit_learns(edit)
+            # constituent links) or to one below it; its own weights have requires_grad off.
+            learns = states[-1].requires_grad or (edit is not None and _edit_learns(edit))
             with torch.set_grad_enabled(grad and (index >= n_frozen or learns)):
                 states.append(layer(states[-1], allowed, edit))
         return states
