@@ -26,6 +26,7 @@ class Reads(str, Enum):
     GAPS = "gap_distances"  # (B, n-1) syntactic distance of each gap between tokens
     TREES = "trees"  # the constituency tree: leaves, phrase nodes and their labels
     BINARY_TREES = "binary_trees"  # the same, binarized first
+    PIECES = "pieces"  # the words as a pretrained encoder's pieces (models.pretrained)
 
     def __str__(self) -> str:
         return self.value

@@ -115,17 +115,26 @@ class TransformerEncoder(nn.Module):
         self.final_norm = nn.LayerNorm(d_model)
 
     def forward(
-        self, tokens: torch.Tensor, pad_mask: torch.Tensor, context: dict | None = None
+        self,
+        tokens: torch.Tensor,
+        pad_mask: torch.Tensor,
+        context: dict | None = None,
+        words: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """tokens: (B, n) long; pad_mask: (B, n) bool, True at padding. Returns (B, n, d)."""
+        """tokens: (B, n) long; pad_mask: (B, n) bool, True at padding. Returns (B, n, d).
+        ``words`` (B, n, d): vectors to read instead of the embeddings and positions (a
+        pretrained encoder's, which know their positions)."""
         n = tokens.shape[1]
         if n > self.max_length:
             raise ValueError(f"sequence of {n} tokens is longer than max_length={self.max_length}")
-        if self.learned_positions is not None:
-            pos = self.learned_positions.weight[:n]
+        if words is not None:
+            x = self.dropout(words)
         else:
-            pos = self.position_table[:n]
-        x = self.dropout(self.embed(tokens) * math.sqrt(self.d_model) + pos)
+            if self.learned_positions is not None:
+                pos = self.learned_positions.weight[:n]
+            else:
+                pos = self.position_table[:n]
+            x = self.dropout(self.embed(tokens) * math.sqrt(self.d_model) + pos)
         # One fresh context per pass, shared by its layers: a mechanism may hand state from
         # one layer to the next (the constituent links), never from one pass to another.
         context = dict(context or {})
@@ -134,6 +143,9 @@ class TransformerEncoder(nn.Module):
             x = layer(x, pad_mask, context)
         return self.final_norm(x)
 
-    def encode_inputs(self, inputs: EncoderInputs) -> torch.Tensor:
-        """(B, n, d) states of a typed batch (the registry's calling convention)."""
-        return self(inputs.tokens, inputs.pad_mask, inputs.context())
+    def encode_inputs(
+        self, inputs: EncoderInputs, words: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(B, n, d) states of a typed batch (the registry's calling convention); ``words``
+        as ``forward``'s."""
+        return self(inputs.tokens, inputs.pad_mask, inputs.context(), words)

@@ -131,15 +131,19 @@ class HierarchicalEncoder(nn.Module):
         node_labels: torch.Tensor,
         trees: TreeTensors,
         return_weights: bool = False,
+        words: torch.Tensor | None = None,
     ):
         """With ``return_weights``, also the list of each layer's attention probabilities
-        (B, H, m + n, m + n) over [nodes; leaves]."""
+        (B, H, m + n, m + n) over [nodes; leaves]. ``words`` (B, n, d): the leaves'
+        vectors instead of the embeddings and positions (a pretrained encoder's)."""
         check_shapes(tokens, node_labels, trees)
         n = tokens.shape[1]
         if n > self.max_length:
             raise ValueError(f"sequence of {n} tokens is longer than max_length={self.max_length}")
         scale = math.sqrt(self.d_model)
-        leaves = self.dropout(self.embed(tokens) * scale + self.position_table[:n])
+        if words is None:
+            words = self.embed(tokens) * scale + self.position_table[:n]
+        leaves = self.dropout(words)
         nodes = self.dropout(self.node_embed(node_labels) * scale)
         weights = []
         allowed = tree_attention_allowed(trees, self.subtree_mask)  # once for all layers
@@ -150,9 +154,12 @@ class HierarchicalEncoder(nn.Module):
             return leaves, nodes, weights
         return leaves, nodes
 
-    def encode_inputs(self, inputs: EncoderInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """Leaf (B, n, d) and node (B, m, d) states of a typed batch."""
-        return self(inputs.tokens, inputs.node_labels, inputs.trees)
+    def encode_inputs(
+        self, inputs: EncoderInputs, words: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Leaf (B, n, d) and node (B, m, d) states of a typed batch; ``words`` as
+        ``forward``'s."""
+        return self(inputs.tokens, inputs.node_labels, inputs.trees, words=words)
 
 
 def _build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> HierarchicalEncoder:

@@ -16,11 +16,14 @@ import torch
 from treeattn.attention.registry import Reads
 from treeattn.data.batching import pad_ids
 from treeattn.data.vocab import Vocab
+from treeattn.models.backbone import PieceBatch, SentenceTooLong, piece_batch
 from treeattn.trees import Tree, binarize
 from treeattn.trees.distance import gap_distances
 from treeattn.trees.tensors import TreeArrays, TreeTensors, collate_trees, encode_tree
 from treeattn.trees.tensors import split_subwords as split_tree
 
+# A tokenizer of sentences into a backbone's pieces: each sentence's ids and piece owners.
+PieceRows = Callable[[Sequence[Sequence[str]]], list[tuple[list[int], list[int]]]]
 SUBWORD_NODE = "WORD"  # the node over a word's pieces where the tree gives it no tag
 
 
@@ -28,14 +31,15 @@ SUBWORD_NODE = "WORD"  # the node over a word's pieces where the tree gives it n
 class EncoderInputs:
     """A batch as an encoder reads it. ``tokens`` (B, n) ids and ``pad_mask`` (B, n), True
     at padding; ``gaps`` (B, n-1) gap distances; ``trees`` the tree tensors and
-    ``node_labels`` (B, m) the phrase nodes' label ids. What the encoder does not read is
-    ``None``."""
+    ``node_labels`` (B, m) the phrase nodes' label ids; ``pieces`` the words as a
+    pretrained backbone's pieces. What the encoder does not read is ``None``."""
 
     tokens: torch.Tensor
     pad_mask: torch.Tensor
     gaps: torch.Tensor | None = None
     trees: TreeTensors | None = None
     node_labels: torch.Tensor | None = None
+    pieces: PieceBatch | None = None
 
     def to(self, device: torch.device | str) -> EncoderInputs:
         return EncoderInputs(
@@ -44,6 +48,7 @@ class EncoderInputs:
             None if self.gaps is None else self.gaps.to(device),
             None if self.trees is None else self.trees.to(device),
             None if self.node_labels is None else self.node_labels.to(device),
+            None if self.pieces is None else self.pieces.to(device),
         )
 
     def context(self) -> dict:
@@ -57,13 +62,15 @@ class EncoderInputs:
 
 @dataclass
 class SentenceInputs:
-    """One sentence's tensors: token ids (n,), gap distances (n-1,), tree arrays and node
-    label ids (m,)."""
+    """One sentence's tensors: token ids (n,), gap distances (n-1,), tree arrays, node
+    label ids (m,) and a backbone's pieces."""
 
     ids: torch.Tensor
     gaps: torch.Tensor | None = None
     tree: TreeArrays | None = None
     node_ids: torch.Tensor | None = None
+    piece_ids: torch.Tensor | None = None  # (p,) [CLS] pieces [SEP]
+    word_of_piece: torch.Tensor | None = None  # (p,) each piece's word, -1 for [CLS], [SEP]
 
     @property
     def n_nodes(self) -> int:
@@ -75,7 +82,9 @@ class InputEncoder:
 
     ``node_vocab`` maps phrase labels to ids for encoders that read trees (``None`` before
     it is built: ``node_labels`` gives what to build it from); ``check_tree``
-    (the entry's) rejects a tree the encoder cannot read, naming the sentence.
+    (the entry's) rejects a tree the encoder cannot read, naming the sentence;
+    ``piece_rows`` (``Backbone.piece_rows``) splits sentences into a backbone's pieces,
+    for encoders that read them.
     """
 
     def __init__(
@@ -83,10 +92,14 @@ class InputEncoder:
         reads: frozenset[Reads],
         node_vocab: Vocab | None = None,
         check_tree: Callable[[TreeArrays, str], None] | None = None,
+        piece_rows: PieceRows | None = None,
     ) -> None:
         self.reads = reads
         self.node_vocab = node_vocab
         self.check_tree = check_tree
+        if Reads.PIECES in reads and piece_rows is None:
+            raise ValueError("an encoder that reads a backbone's pieces needs its tokenizer")
+        self.piece_rows = piece_rows
         self.binary = Reads.BINARY_TREES in reads
         self.trees = self.binary or Reads.TREES in reads
 
@@ -113,7 +126,14 @@ class InputEncoder:
         """One sentence of ``words`` (token ids ``ids``: of the words, or with ``pieces``, of
         each word's subword pieces in turn) over its ``tree``."""
         item = SentenceInputs(torch.tensor(list(ids), dtype=torch.long))
-        if not self.reads:
+        if self.piece_rows is not None:
+            try:
+                [(piece_ids, owner)] = self.piece_rows([words])
+            except SentenceTooLong as error:
+                raise ValueError(f"{where}: {error}") from None
+            item.piece_ids = torch.tensor(piece_ids, dtype=torch.long)
+            item.word_of_piece = torch.tensor(owner, dtype=torch.long)
+        if not self.reads - {Reads.PIECES}:
             return item
         if tree is None:
             raise ValueError(f"{where}: this encoder reads trees, and the sentence has none")
@@ -147,4 +167,9 @@ class InputEncoder:
         if self.trees:
             inputs.trees = collate_trees([item.tree for item in items])
             inputs.node_labels = pad_ids([item.node_ids for item in items], pad_id)[0]
+        if self.piece_rows is not None:
+            # Padded pieces take id 0: their keys are masked and their states never read.
+            piece_ids, piece_pad = pad_ids([item.piece_ids for item in items], 0)
+            owners = pad_ids([item.word_of_piece for item in items], -1)[0]
+            inputs.pieces = piece_batch(piece_ids, piece_pad, owners)
         return inputs

@@ -16,7 +16,7 @@ and build it; no module outside a mechanism's own files compares its name.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
 from torch import nn
@@ -29,7 +29,11 @@ from treeattn.attention.registry import (
     keyword_options,
 )
 from treeattn.engine.config import check_positive
+from treeattn.models.backbone import Backbone, load_backbone
 from treeattn.models.encoder import TransformerEncoder
+from treeattn.models.pretrained import BackboneEncoder
+from treeattn.models.syntax_injection import MECHANISMS as INJECTED
+from treeattn.models.syntax_injection import SyntaxInjection, inject_syntax
 from treeattn.trees.tensors import TreeArrays
 
 TOKENS, TREE = "tokens", "tree"  # what an encoder gives back: token states, or leaf and node states
@@ -86,7 +90,7 @@ class EncoderEntry:
     @property
     def needs_trees(self) -> bool:
         """Whether each sentence needs a tree, in whatever form it is read."""
-        return bool(self.reads)
+        return bool(self.reads - {Reads.PIECES})
 
 
 _ENCODERS: dict[str, EncoderEntry] = {}
@@ -137,7 +141,11 @@ def encoder_names() -> list[str]:
     return [*attention_names(), *_ENCODERS]
 
 
-def encoder_entry(name: str) -> EncoderEntry:
+def encoder_entry(name: str, backbone: bool = False) -> EncoderEntry:
+    """The entry of ``model.attention: name``; with ``backbone``, that of ``name`` on a
+    pretrained backbone (``model.backbone``, ``_on_backbone``)."""
+    if backbone:
+        return _on_backbone(name)
     if name in _ENCODERS:
         return _ENCODERS[name]
     if name in attention_names():
@@ -145,15 +153,69 @@ def encoder_entry(name: str) -> EncoderEntry:
     raise ValueError(f"model.attention={name!r} is not known; known: {', '.join(encoder_names())}")
 
 
-def check_encoder(m: EncoderConfig, where: str) -> EncoderEntry:
-    """Reject an encoder no run can build, naming the key; the entry it names."""
+def _load_backbone(m: Any) -> Backbone:
+    return load_backbone(m.backbone, **m.backbone_options())
+
+
+def _on_backbone(name: str) -> EncoderEntry:
+    """``name`` on the pretrained backbone ``model.backbone``, which reads each sentence's
+    pieces (``Reads.PIECES``). A mechanism that ``inject_syntax`` knows (distance,
+    constituent) goes inside the backbone's attention, in the heads and layers its
+    ``model.attention_options`` name; any other encoder reads the backbone's word vectors
+    in place of its embeddings, with ``model.n_layers`` layers on top (0: none, the plain
+    backbone, for an encoder with nothing to read and no options, see ``backbone_alone``).
+    """
+    if name in INJECTED:
+
+        def inside(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
+            backbone = _load_backbone(m)
+            inject_syntax(backbone.encoder, name, **m.attention_options)
+            return BackboneEncoder(backbone)
+
+        sizes = {"mechanism", "n_layers", "n_heads", "d_model"}
+        options = options_dataclass(f"{name}_inside", SyntaxInjection, sizes)
+        reads = attention_reads(name) | {Reads.PIECES}
+        return EncoderEntry(name, BackboneEncoder, reads, options, inside)
+    entry = encoder_entry(name)
+
+    def on_top(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
+        # The words come from the backbone: the top's own table keeps its padding row only.
+        top = None if m.n_layers == 0 else entry.build(m, 1, node_vocab_size)
+        return BackboneEncoder(_load_backbone(m), top)
+
+    return replace(entry, module=BackboneEncoder, reads=entry.reads | {Reads.PIECES}, build=on_top)
+
+
+def backbone_alone(name: str) -> bool:
+    """Whether ``name`` on a backbone may have no layers on top (``model.n_layers: 0``): it
+    reads nothing and has no options, so that leaving it out leaves nothing unread."""
+    entry = encoder_entry(name)
+    return (
+        name not in INJECTED
+        and entry.output == TOKENS
+        and not entry.reads
+        and not fields(entry.options)
+    )
+
+
+def check_encoder(m: EncoderConfig, where: str, backbone: bool = False) -> EncoderEntry:
+    """Reject an encoder no run can build, naming the key; the entry it names (on a
+    pretrained backbone with ``backbone``)."""
     positive = {
         "model.d_model": m.d_model,
         "model.n_heads": m.n_heads,
-        "model.n_layers": m.n_layers,
         "model.d_ff": m.d_ff,
         "model.max_length": m.max_length,
     }
+    if not (backbone and m.n_layers == 0):
+        positive["model.n_layers"] = m.n_layers
+    elif m.attention in encoder_names() and not (
+        m.attention in INJECTED or backbone_alone(m.attention)
+    ):
+        raise ValueError(
+            f"{where}: model.n_layers=0 (no layers on top of the backbone) leaves "
+            f"{m.attention} out; give it 1 or more"
+        )
     check_positive(positive, where)
     if m.d_model % m.n_heads:
         raise ValueError(
@@ -163,7 +225,7 @@ def check_encoder(m: EncoderConfig, where: str) -> EncoderEntry:
         if value is not None and not 0 <= value < 1:
             raise ValueError(f"{where}: model.{key}={value} is out of range")
     try:
-        entry = encoder_entry(m.attention)
+        entry = encoder_entry(m.attention, backbone)
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
     if not entry.has_attention and m.attention_dropout is not None:
@@ -175,13 +237,18 @@ def check_encoder(m: EncoderConfig, where: str) -> EncoderEntry:
                 f"{where}: model.attention_options.{key} is not an option of {entry.name}; "
                 f"its options: {', '.join(known) or 'none'}"
             )
+    for f in fields(entry.options):
+        if f.default is MISSING and f.name not in m.attention_options:
+            raise ValueError(f"{where}: model.attention_options.{f.name} is needed by {entry.name}")
     return entry
 
 
-def build_encoder(m: EncoderConfig, vocab_size: int, node_vocab_size: int = 0) -> nn.Module:
+def build_encoder(
+    m: EncoderConfig, vocab_size: int, node_vocab_size: int = 0, backbone: bool = False
+) -> nn.Module:
     """The encoder the model section names (``node_vocab_size``: for encoders that read
-    phrase nodes)."""
-    entry = encoder_entry(m.attention)
+    phrase nodes; ``backbone``: on the pretrained backbone the section names)."""
+    entry = encoder_entry(m.attention, backbone)
     try:
         return entry.build(m, vocab_size, node_vocab_size)
     except TypeError as error:  # an option the encoder does not take

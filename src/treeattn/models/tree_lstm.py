@@ -53,8 +53,14 @@ class TreeLSTMEncoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, tokens: torch.Tensor, node_labels: torch.Tensor, trees: TreeTensors
+        self,
+        tokens: torch.Tensor,
+        node_labels: torch.Tensor,
+        trees: TreeTensors,
+        words: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``words`` (B, n, d): the leaves' input vectors instead of the embeddings (a
+        pretrained encoder's)."""
         check_shapes(tokens, node_labels, trees)
         B, n = tokens.shape
         m = trees.node_height.shape[1]
@@ -69,7 +75,8 @@ class TreeLSTMEncoder(nn.Module):
             )
         children = F.pad(children, (0, 2 - children.shape[2]), value=-1)  # (B, m, 2)
 
-        i, o, u = self.leaf_gates(self.dropout(self.embed(tokens))).chunk(3, dim=-1)
+        words = self.embed(tokens) if words is None else words
+        i, o, u = self.leaf_gates(self.dropout(words)).chunk(3, dim=-1)
         leaf_c = torch.sigmoid(i) * torch.tanh(u)
         leaf_state = torch.cat([torch.sigmoid(o) * torch.tanh(leaf_c), leaf_c], dim=-1)
         leaf_state = leaf_state.masked_fill(trees.leaf_pad_mask.unsqueeze(-1), 0.0)
@@ -112,9 +119,12 @@ class TreeLSTMEncoder(nn.Module):
         states = table[:-1, :d].reshape(B, stride, d)
         return self.dropout(states[:, :n]), self.dropout(states[:, n:])
 
-    def encode_inputs(self, inputs: EncoderInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """Leaf (B, n, d) and node (B, m, d) states of a typed batch."""
-        return self(inputs.tokens, inputs.node_labels, inputs.trees)
+    def encode_inputs(
+        self, inputs: EncoderInputs, words: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Leaf (B, n, d) and node (B, m, d) states of a typed batch; ``words`` as
+        ``forward``'s."""
+        return self(inputs.tokens, inputs.node_labels, inputs.trees, words)
 
 
 def _build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> TreeLSTMEncoder:

@@ -4,7 +4,8 @@ encoder (an attention mechanism in the Transformer, or a tree encoder)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -18,10 +19,14 @@ from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.classification import accuracy
+from treeattn.models.backbone import load_backbone
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
+from treeattn.models.inputs import InputEncoder, PieceRows
+from treeattn.models.pretrained import BackboneEncoder, BackboneSettings, backbone_parameter_groups
 from treeattn.models.registry import (
     TREE,
     EncoderConfig,
+    EncoderEntry,
     build_encoder,
     check_encoder,
     encoder_entry,
@@ -51,7 +56,10 @@ SHARED_DATA_KEYS = frozenset(
 
 
 @dataclass
-class ClassifyModel(EncoderConfig):
+class ClassifyModel(EncoderConfig, BackboneSettings):
+    """The encoder (``model.attention``), on a pretrained backbone where ``backbone`` names
+    one (``BackboneSettings``; ``models.registry._on_backbone``), and the pooling."""
+
     # auto: mean over tokens for Transformer encoders, the root for tree encoders; or
     # mean, first (token encoders), root, mean (tree encoders: the mean over nodes)
     pooling: str = "auto"
@@ -71,6 +79,7 @@ class ClassifyTask(Task):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         self.parser_path: str | None = None  # parses raw input for models that read trees
+        self._piece_rows: PieceRows | None = None  # the backbone's tokenizer, once loaded
         self.vocab: Vocab | None = None
         self.node_vocab: Vocab | None = None
         self.dataset: DataSet = open_dataset(cfg.data)
@@ -109,7 +118,8 @@ class ClassifyTask(Task):
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
         dataset_class(d.name).check(d, where)
-        entry = check_encoder(m, where)
+        m.check_backbone(where, cfg.train.schedule)
+        entry = check_encoder(m, where, backbone=m.backbone is not None)
         poolings = ("auto", "mean", "root") if entry.output == TREE else ("auto", "mean", "first")
         if m.pooling not in poolings:
             raise ValueError(
@@ -119,7 +129,9 @@ class ClassifyTask(Task):
 
     @property
     def title(self) -> str:
-        return f"{self.cfg.model.attention} on {self.cfg.data.name}"
+        m = self.cfg.model
+        on = "" if m.backbone is None else f" with {Path(m.backbone).name}"
+        return f"{m.attention}{on} on {self.cfg.data.name}"
 
     # -- splits and data ----------------------------------------------------------------
 
@@ -132,19 +144,43 @@ class ClassifyTask(Task):
         return tuple(s for s in self.dataset.splits if s != self.train_split)
 
     @property
+    def _entry(self) -> EncoderEntry:
+        """The registry's entry of the encoder, on the backbone where there is one."""
+        m = self.cfg.model
+        return encoder_entry(m.attention, backbone=m.backbone is not None)
+
+    @property
     def _whole_trees(self) -> bool:
         """Whether the encoder reads each sentence's whole tree (its phrase nodes)."""
-        return encoder_entry(self.cfg.model.attention).reads_trees
+        return self._entry.reads_trees
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(self.dataset, source, self._whole_trees)
+        if self.dataset.parsed_trees and self._entry.needs_trees:
+            found = self._parser_trees([ex.tokens for ex in examples], where, cache=True)
+            examples = [replace(ex, tree=tree) for ex, tree in zip(examples, found, strict=True)]
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
+
+    def _parser_trees(self, sentences: list[list[str]], where: str, cache: bool) -> list[Tree]:
+        """The parser's trees of ``sentences`` (``parser_path``; default: the shipped
+        model), made like the training trees (``training_tree``); with ``cache``, kept
+        under ``$TREEATTN_CACHE``."""
+        source = TreeSource(PARSER, self.parser_path, cache=cache)
+        found = source.trees(sentences, where, progress=cache)
+        return [self.training_tree(tree) for tree in found]
+
+    def _inputs(self, node_vocab: Vocab | None = None) -> InputEncoder:
+        """What the encoder reads; a backbone's tokenizer is loaded once."""
+        m = self.cfg.model
+        if m.backbone is not None and self._piece_rows is None:
+            self._piece_rows = load_backbone(m.backbone, **m.backbone_options()).piece_rows
+        return input_encoder(m, node_vocab, self._piece_rows)
 
     def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
         self.vocab = Vocab.build((ex.tokens for ex in train_examples), self.cfg.data.min_count)
         if self._whole_trees:
-            inputs = input_encoder(self.cfg.model)
+            inputs = self._inputs()
             self.node_vocab = Vocab.build(inputs.node_labels(_tree_of(ex)) for ex in train_examples)
         if self.dataset.classes is None:
             self.classes = _class_names(ex.label for ex in train_examples)
@@ -178,16 +214,15 @@ class ClassifyTask(Task):
                         f"did not have ({', '.join(self.classes)})"
                     )
                 labels.append(index[ex.label])
-        inputs = input_encoder(self.cfg.model, self.node_vocab)
-        return EncodedSet(examples, self.vocab, inputs, where, labels)
+        return EncodedSet(examples, self.vocab, self._inputs(self.node_vocab), where, labels)
 
     # -- model, loss, metrics, predictions ----------------------------------------------
 
     def build_model(self) -> nn.Module:
         m, classes = self.cfg.model, len(self.classes)
         node_vocab_size = len(self.node_vocab) if self.node_vocab is not None else 0
-        encoder = build_encoder(m, len(self.vocab), node_vocab_size)
-        if encoder_entry(m.attention).output == TREE:
+        encoder = build_encoder(m, len(self.vocab), node_vocab_size, m.backbone is not None)
+        if self._entry.output == TREE:
             pooling = "root" if m.pooling == "auto" else m.pooling
             if self.dataset.phrase_level and pooling != "root":
                 raise ValueError(
@@ -198,6 +233,14 @@ class ClassifyTask(Task):
             return TreeClassifier(encoder, classes, pooling=pooling, dropout=m.dropout)
         pooling = "mean" if m.pooling == "auto" else m.pooling
         return SentenceClassifier(encoder, classes, pooling, m.dropout)
+
+    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]]:
+        """On a backbone, its tuned weights at their own rate and warm-up
+        (``backbone_parameter_groups``); everything else at ``train.lr``."""
+        encoder = model.encoder
+        if not isinstance(encoder, BackboneEncoder):
+            return super().parameter_groups(model)
+        return backbone_parameter_groups(model, encoder.backbone, self.cfg.model, "classifier")
 
     def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
         """Cross-entropy of the sentence labels, or with phrase targets, of every labeled
@@ -263,7 +306,7 @@ class ClassifyTask(Task):
         default: the shipped model) as its training trees were prepared
         (``training_tree``)."""
         m = self.cfg.model
-        needs_tree = encoder_entry(m.attention).needs_trees
+        needs_tree = self._entry.needs_trees
         trees: dict[int, Tree] = {}
         words: dict[int, list[str]] = {}
         for number, line in enumerate(lines, start=1):
@@ -275,11 +318,9 @@ class ClassifyTask(Task):
             else:
                 words[number] = tokenize(line)
         if words and needs_tree:
-            source = TreeSource(PARSER, self.parser_path, cache=False)
             numbers = list(words)
-            found = source.trees([words[k] for k in numbers], where, progress=False)
-            for k, tree in zip(numbers, found, strict=True):
-                trees[k] = self.training_tree(tree)
+            found = self._parser_trees([words[k] for k in numbers], where, cache=False)
+            trees.update(zip(numbers, found, strict=True))
             words.clear()
         examples = [
             LabeledSentence(trees[k].leaves(), IGNORE_LABEL, trees[k])

@@ -12,7 +12,7 @@ import torch
 from treeattn.data.batching import pad_ids
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
-from treeattn.models.inputs import EncoderInputs, InputEncoder
+from treeattn.models.inputs import EncoderInputs, InputEncoder, PieceRows
 from treeattn.models.registry import EncoderConfig, encoder_entry
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.trees.tensors import TreeArrays
@@ -53,9 +53,13 @@ class SentenceBatch:
         )
 
 
-def input_encoder(m: EncoderConfig, node_vocab: Vocab | None = None) -> InputEncoder:
-    """What the encoder of the model section ``m`` reads, as its registry entry declares."""
-    entry = encoder_entry(m.attention)
+def input_encoder(
+    m: EncoderConfig, node_vocab: Vocab | None = None, piece_rows: PieceRows | None = None
+) -> InputEncoder:
+    """What the encoder of the model section ``m`` reads, as its registry entry declares;
+    ``piece_rows``: the tokenizer of the pretrained backbone it is on (``model.backbone``,
+    ``Backbone.piece_rows``), if any."""
+    entry = encoder_entry(m.attention, backbone=piece_rows is not None)
     check = entry.check_tree
     return InputEncoder(
         entry.reads,
@@ -63,6 +67,7 @@ def input_encoder(m: EncoderConfig, node_vocab: Vocab | None = None) -> InputEnc
         None
         if check is None
         else (lambda arrays, where: check(m.attention_options, arrays, where)),
+        piece_rows,
     )
 
 

@@ -53,6 +53,12 @@ class DataSet(ABC):
         return SPLITS
 
     @property
+    def parsed_trees(self) -> bool:
+        """Whether a model that reads trees gets the parser's of each sentence instead of
+        the data's own (a setting of the data sets that have trees, SST's)."""
+        return False
+
+    @property
     def phrase_level(self) -> bool:
         """Whether training reads every phrase's label (a setting of the data sets that
         have phrase labels, SST's)."""

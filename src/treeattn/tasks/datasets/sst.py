@@ -20,6 +20,12 @@ class SstSettings(SentenceSettings):
     # Train on every labeled phrase (each node's words and label, Tai et al. 2015) besides
     # the sentences; dev and test stay sentence-level.
     phrase_level: bool = False
+    # The trees of models that read them: gold (SST's bracketing) or parser (the project's
+    # parser on each sentence's words, made like SST's: binary, unlabeled).
+    trees: str = "gold"
+
+
+TREE_SOURCES = ("gold", "parser")
 
 
 class Sst5(DataSet):
@@ -31,9 +37,26 @@ class Sst5(DataSet):
     class_names = ("very negative", "negative", "neutral", "positive", "very positive")
     fine_grained: ClassVar[bool] = True
 
+    @classmethod
+    def check(cls, settings: SstSettings, where: str) -> None:
+        super().check(settings, where)
+        if settings.trees not in TREE_SOURCES:
+            raise ValueError(
+                f"{where}: data.trees={settings.trees!r}; use {' or '.join(TREE_SOURCES)}"
+            )
+        if settings.trees == "parser" and settings.phrase_level:
+            raise ValueError(
+                f"{where}: data.phrase_level reads SST's phrases, which the parser's trees "
+                "do not have; use data.trees=gold"
+            )
+
     @property
     def phrase_level(self) -> bool:
         return self.settings.phrase_level
+
+    @property
+    def parsed_trees(self) -> bool:
+        return self.settings.trees == "parser"
 
     def read_split(self, split: str, whole_trees: bool) -> list[LabeledSentence]:
         """With ``whole_trees``, the trees have their node labels hidden and, with

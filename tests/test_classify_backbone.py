@@ -1,0 +1,209 @@
+"""Sentence classification on a pretrained backbone (``model.backbone``): every mechanism
+trains and evaluates (inside the backbone's heads or on its word vectors), the backbone
+learns in a parameter group of its own, a frozen one gets no gradient, padding changes
+nothing, whole-sentence ranges give the plain model, a stopped run resumes, and a trained
+model predicts raw sentences.
+
+The tiny random BERT of tests/test_backbone.py stands in for MiniLM.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import train
+from tests.test_backbone import write_tiny_bert
+from treeattn.cli import main
+from treeattn.engine.checkpoint import load_checkpoint
+from treeattn.engine.distributed import Replica
+from treeattn.engine.task import evaluating
+from treeattn.engine.trainer import Trainer
+from treeattn.tasks import load_config, make_task
+
+pytest.importorskip("tokenizers")
+
+ROWS = [
+    "(pos (X (X the) (X cat)) (X (X sat) (X (X on) (X mat))))",
+    "(neg (X (X the) (X mat)) (X sat))",
+    "(pos (X cat) (X (X sat) (X .)))",
+    "(neg (X (X unbelievably) (X (X mat) (X ,))) (X (X on) (X zq)))",
+]
+MECHANISMS = {
+    "vanilla": ["model.n_layers=0"],
+    "distance": ["model.attention_options.layers=[1, 2]", "model.attention_options.heads=[0, 1]"],
+    "distance-soft": [
+        "model.attention=distance",
+        "model.attention_options.layers=[0]",
+        "model.attention_options.heads=[3]",
+        "model.attention_options.gate=soft",
+    ],
+    "constituent": ["model.attention_options.layers=[0, 1]", "model.attention_options.heads=[2]"],
+    "hierarchical": ["model.n_layers=1", "model.d_model=16", "model.n_heads=2", "model.d_ff=32"],
+    "tree-lstm": ["model.d_model=8"],  # another size than the backbone's: projected
+    "structured": ["model.n_layers=1", "model.d_model=16", "model.n_heads=2"],
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("labeled") / "trees.txt"
+    path.write_text("".join(row + "\n" for row in ROWS * 4), encoding="utf-8")
+    return path
+
+
+def settings(tiny_dir: Path, data: Path, out_dir: Path, name: str, *extra: str) -> list[str]:
+    attention = (
+        []
+        if any(e.startswith("model.attention=") for e in MECHANISMS[name])
+        else [f"model.attention={name}"]
+    )
+    return [
+        "task=classify",
+        "data.name=labeled",
+        *(f"data.paths.{split}={data}" for split in ("train", "dev", "test")),
+        f"model.backbone={tiny_dir}",
+        "model.backbone_lr=0.002",
+        "model.backbone_warmup=3",
+        "model.dropout=0.0",
+        "train.epochs=2",
+        "train.max_tokens=40",
+        "train.warmup_steps=2",
+        "train.progress=false",
+        f"out_dir={out_dir}",
+        *attention,
+        *MECHANISMS[name],
+        *extra,
+    ]
+
+
+def built(tiny_dir, data, tmp_path, name, *extra):
+    task = make_task(load_config(None, settings(tiny_dir, data, tmp_path, name, *extra)))
+    examples, where = task.read("train")
+    task.fit(examples)
+    return task, task.build_model(), task.encode(examples, where)
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_each_mechanism_trains_and_evaluates(tmp_path, tiny_dir, data, name):
+    results = train(load_config(None, settings(tiny_dir, data, tmp_path, name)))
+    assert results["finished"] and 0 <= results["test_accuracy"] <= 100
+    cfg = load_config(None, settings(tiny_dir, data, tmp_path / "groups", name))
+    trainer = Trainer(make_task(cfg), Replica(0, 1, torch.device("cpu")))
+    own, backbone = trainer.optimizer.param_groups
+    assert own["name"] == "classifier" and backbone["name"] == "backbone"
+    encoder = trainer.model.encoder.backbone.encoder
+    pretrained = [*encoder.embeddings.parameters(), *encoder.layers.parameters()]
+    assert {id(p) for p in backbone["params"]} == {id(p) for p in pretrained}
+    assert [f(0) for f in trainer.scheduler.lr_lambdas] == pytest.approx([1 / 2, 1 / 3])
+    injected = getattr(encoder, "syntax_injection", None)
+    assert (injected is not None) == name.startswith(("distance", "constituent"))
+    links = [] if injected is None else list(injected.parameters())
+    assert bool(links) == (name == "constituent")  # the one new part: at the head's rate
+    assert {id(p) for p in links} <= {id(p) for p in own["params"]}
+
+
+def test_a_frozen_backbone_gets_no_gradient_but_the_links_learn(tmp_path, tiny_dir, data):
+    task, model, encoded = built(
+        tiny_dir, data, tmp_path, "constituent", "model.backbone_tune=none"
+    )
+    assert [group["name"] for group in task.parameter_groups(model)] == ["classifier"]
+    task.loss(model, encoded.batch(list(range(6)))).backward()
+    encoder = model.encoder.backbone.encoder
+    assert all(
+        p.grad is None for p in [*encoder.embeddings.parameters(), *encoder.layers.parameters()]
+    )
+    links = dict(encoder.syntax_injection.named_parameters())
+    assert links and all(p.grad is not None for p in links.values())
+    # Through the frozen layers above them too (a key's bias adds the same score to both
+    # neighbours: no gradient by design).
+    assert all(p.grad.abs().sum() > 0 for k, p in links.items() if k.endswith("weight"))
+    assert model.head.weight.grad is not None
+
+
+@pytest.mark.parametrize(
+    "name", ["vanilla", "distance", "constituent", "hierarchical", "tree-lstm"]
+)
+def test_a_padded_batch_classifies_each_sentence_as_alone(tmp_path, tiny_dir, data, name):
+    task, model, encoded = built(tiny_dir, data, tmp_path, name)
+    with evaluating(model), torch.no_grad():
+        together = model(encoded.batch([0, 1, 2, 3]).inputs)
+        alone = torch.cat([model(encoded.batch([k]).inputs) for k in range(4)])
+    torch.testing.assert_close(together, alone, atol=1e-5, rtol=1e-5)
+
+
+def test_whole_sentence_ranges_give_the_plain_model(tmp_path, tiny_dir):
+    # Flat trees: every gap has the same distance, so every word's range is its sentence.
+    flat = tmp_path / "flat.txt"
+    rows = [["the", "cat", "sat", "on", "mat"], ["a", "mat", "sat"], ["unbelievably", ","]]
+    flat.write_text(
+        "".join(
+            f"({k % 2} {' '.join(f'(X {w})' for w in words)})\n" for k, words in enumerate(rows)
+        )
+    )
+    every = [
+        "model.attention_options.layers=[0, 1, 2]",
+        "model.attention_options.heads=[0, 1, 2, 3]",
+    ]
+    _, injected, encoded = built(tiny_dir, flat, tmp_path, "distance", *every)
+    _, plain, _ = built(tiny_dir, flat, tmp_path, "vanilla")
+    plain.load_state_dict(injected.state_dict())
+    batch = encoded.batch([0, 1, 2]).inputs
+    with evaluating(injected), evaluating(plain), torch.no_grad():
+        torch.testing.assert_close(injected(batch), plain(batch), atol=1e-6, rtol=0)
+
+
+def test_a_stopped_run_resumes_to_the_same_weights(tmp_path, tiny_dir, data):
+    extra = ("train.epochs=3", "train.checkpoint_every=2", "model.dropout=0.2")
+    straight = train(
+        load_config(None, settings(tiny_dir, data, tmp_path / "a", "constituent", *extra))
+    )
+    stopped = settings(tiny_dir, data, tmp_path / "b", "constituent", *extra)
+    assert not train(load_config(None, stopped), stop_after_steps=3)["finished"]
+    resumed = train(load_config(None, stopped))
+    assert resumed["test_accuracy"] == straight["test_accuracy"]
+    a, b = load_checkpoint(tmp_path / "a" / "last.pt"), load_checkpoint(tmp_path / "b" / "last.pt")
+    assert any("syntax_injection.links" in key for key in a["model"])
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
+@pytest.mark.parametrize("name", ["vanilla", "distance"])
+def test_a_trained_model_predicts_raw_sentences(tmp_path, tiny_dir, data, name, capsys):
+    train(load_config(None, settings(tiny_dir, data, tmp_path, name)))
+    lines = tmp_path / "in.txt"
+    lines.write_text("The cat sat on the mat.\n(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n")
+    assert main(["predict", str(tmp_path / "best.pt"), str(lines)]) == 0
+    predicted = capsys.readouterr().out.splitlines()
+    assert len(predicted) == 2 and set(predicted) <= {"neg", "pos"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["model.attention=hierarchical", "model.n_layers=0"], "leaves hierarchical out"),
+        (["model.attention=distance", "model.attention_options.heads=[0]"], "layers is needed"),
+        (["model.attention=distance", "model.attention_options.local_heads=2"], "not an option"),
+        (["model.backbone_tune=some"], "model.backbone_tune='some'"),
+    ],
+)
+def test_settings_no_run_can_use_are_refused_by_key(tiny_dir, extra, message):
+    with pytest.raises(ValueError, match=message):
+        make_task(
+            load_config(
+                None, ["task=classify", "data.name=sst2", f"model.backbone={tiny_dir}", *extra]
+            )
+        )
+
+
+def test_parser_trees_cannot_give_phrase_labels():
+    with pytest.raises(ValueError, match="data.trees=gold"):
+        make_task(
+            load_config(None, ["data.name=sst5", "data.trees=parser", "data.phrase_level=true"])
+        )
