@@ -367,3 +367,43 @@ def test_a_tree_transformers_page_draws_the_tree_induce_reads_off_its_links(shar
         induced = induce_trees(saved, [words[1:]])[0]
         expected = {(s + 1, e + 1) for _, s, e in induced.spans() if e - s > 1}
         assert {(s, e) for s, e in _spans(sentence["tree"]) if e - s > 1} == expected
+
+
+def test_a_translation_models_page_holds_its_translations_and_cross_attention(
+    shared_data, tmp_path, monkeypatch
+):
+    from treeattn.data.multi30k import load_multi30k
+
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    pairs = load_multi30k("train", root=shared_data)
+    sets = ["task=translate", "data.trees=right-branching", "model.attention=hierarchical"]
+    for split, (start, end) in {
+        "train": (0, 60),
+        "val": (60, 72),
+        "test_2016_flickr": (72, 82),
+    }.items():
+        (tmp_path / f"{split}.en").write_text("".join(en + "\n" for en, _ in pairs[start:end]))
+        (tmp_path / f"{split}.de").write_text("".join(de + "\n" for _, de in pairs[start:end]))
+        sets.append(f"data.paths.{split}={tmp_path / split}")
+    sets += ["data.source_vocab_size=300", "data.target_vocab_size=300", "model.d_model=32"]
+    sets += ["model.n_heads=2", "model.n_layers=1", "model.d_ff=64", "model.max_length=128"]
+    sets += ["train.epochs=2", "train.max_tokens=300", "train.progress=false"]
+    sets += [f"out_dir={tmp_path / 'run'}"]
+    assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+    lines = ["A dog runs on the beach.", "Two men sit on a bench."]
+    saved, examples, data = _data(tmp_path / "run" / "best.pt", lines)
+    assert data["task"] == "translate"
+    translations = saved.predict(lines, "<test>")
+    for sentence, example, translation in zip(
+        data["sentences"], examples, translations, strict=True
+    ):
+        assert sentence["translation"] == translation  # what `treeattn translate` writes
+        words, nodes = sentence["words"], sentence["nodes"]  # the encoder's pieces
+        assert "".join(words).replace("\u2581", " ").split() == example.words
+        cross, shares = sentence["panels"][-2:]
+        assert cross["cols"] == nodes + words and cross["rows"][-1] == "</s>"
+        rows = torch.tensor(cross["values"][0]).view(len(cross["rows"]), -1) / SCALE
+        bound = len(cross["cols"]) * 0.5 / SCALE
+        assert torch.allclose(rows.sum(-1), torch.ones(len(rows)), atol=bound)
+        on_nodes = rows[:, : len(nodes)].sum(-1).mean()
+        assert shares["values"][0][0] / SCALE == pytest.approx(float(on_nodes), abs=bound)

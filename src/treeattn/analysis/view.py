@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.parsing.tree_source import PARSER, TreeSource
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
+from treeattn.tasks.translate import Pair
 from treeattn.trees import Tree, to_dependency
 from treeattn.viz.page import render_page
 
@@ -43,7 +44,7 @@ LEVELS = 255  # attention is stored as one byte a probability (0..255), base64 p
 MAX_SENTENCES = 20
 MAX_HEADS = 8
 MAX_BYTES = 4_500_000  # fewer heads, then fewer sentences, keep a page below this
-SHOWN_TASKS = ("classify", "mlm")  # models whose encoder reads one sentence
+SHOWN_TASKS = ("classify", "mlm", "translate")  # models whose encoder reads a sentence
 
 
 def quantize(values: torch.Tensor) -> list[int]:
@@ -187,9 +188,17 @@ def _heads_of(tree: Tree) -> list[int] | None:
         return None
 
 
-def _panel(title: str, rows: Sequence[str], cols: Sequence[str], values, note: str = "") -> dict:
+def _panel(
+    title: str,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    values,
+    note: str = "",
+    relative: bool = False,
+) -> dict:
     """A grid the page draws beside the attention: ``values`` one (rows x cols) tensor, or a
-    list of them, one per layer (then the layer slider picks)."""
+    list of them, one per layer (then the layer slider picks); colours from 0 to 1, or with
+    ``relative`` to the grid's largest value."""
     per_layer = isinstance(values, list)
     layers = values if per_layer else [values]
     return {
@@ -198,6 +207,7 @@ def _panel(title: str, rows: Sequence[str], cols: Sequence[str], values, note: s
         "rows": list(rows),
         "cols": list(cols),
         "per_layer": per_layer,
+        "relative": relative,
         "values": [quantize(v) for v in layers],
     }
 
@@ -322,6 +332,66 @@ def _trees_for(saved: Trained, examples: list[LabeledSentence], where: str):
     return out
 
 
+def _with_translations(saved: Trained, pairs: list[Pair], where: str) -> list[Pair]:
+    """Each source with the model's own translation as its target, so that the decoder
+    read with teacher forcing attends as it did when it translated."""
+    found = saved.task.translations(saved.model, saved.encode(pairs, where), saved.device)
+    return [replace(pair, target=text) for pair, text in zip(pairs, found, strict=True)]
+
+
+def _as_sentence(saved: Trained, example, encoded) -> LabeledSentence:
+    """A translation source as the encoder reads it: its pieces, under its tree."""
+    if not isinstance(example, Pair):
+        return example
+    pieces = saved.task.pieces
+    tree = None if example.tree is None else encoded.inputs.model_tree(example.tree, pieces)
+    return LabeledSentence([p for word in example.words for p in pieces(word)], -1, tree)
+
+
+@torch.no_grad()
+def cross_attention(saved: Trained, batch) -> tuple[list[str], list[torch.Tensor]]:
+    """The translation's pieces (the decoder's outputs, the end word last) and each decoder
+    layer's cross-attention over the source keys, (t, keys) as the mean over heads, for a
+    batch of one sentence."""
+    record: list[torch.Tensor] = []
+    saved.model(batch.inputs, batch.targets[:, :-1], record)
+    subwords = saved.task.target_subwords.processor
+    ids = batch.targets[0, 1:].tolist()
+    pieces = [subwords.id_to_piece(i) for i in ids[:-1]] + ["</s>"]
+    means = [weights[0].mean(0) for weights in record]  # (t, keys) per decoder layer
+    return pieces, means
+
+
+def _add_cross_attention(data: dict, pieces: list[str], means, translation: str) -> None:
+    """The translation and the decoder's cross-attention panels, into one sentence's data."""
+    keys = data["nodes"] + data["words"]
+    m = len(data["nodes"])
+    data["translation"] = translation
+    data["panels"].append(
+        _panel(
+            "decoder cross-attention over the source (mean over heads)",
+            pieces,
+            keys,
+            means,
+            "each row: where the decoder looks when it writes that piece of the "
+            "translation, with teacher forcing on the model's own output",
+            relative=True,
+        )
+    )
+    if m:
+        on_nodes = [w[:, :m].sum(-1).mean() for w in means]
+        shares = [torch.stack([x, 1 - x])[None] for x in on_nodes]
+        data["panels"].append(
+            _panel(
+                "decoder cross-attention on phrase nodes and on words",
+                ["target pieces"],
+                ["on nodes", "on words"],
+                shares,
+                "mean over heads and target pieces (Nguyen et al., Table 4)",
+            )
+        )
+
+
 def _sizes(sentences: list[dict]) -> list[int]:
     return [len(json.dumps(sentence, separators=(",", ":"))) for sentence in sentences]
 
@@ -353,16 +423,27 @@ def view_data(
     sentences where the page would pass ``max_bytes``; the page says what was left out."""
     if not examples:
         raise ValueError(f"{where}: no sentences to show")
-    shown = _trees_for(saved, examples, where)
+    translates = isinstance(examples[0], Pair)
+    if translates:
+        shown = _with_translations(saved, examples, where)
+    else:
+        shown = _trees_for(saved, examples, where)
     encoded = saved.encode(shown, where)
+    items = encoded.sources if translates else encoded.items
+    sentences = [_as_sentence(saved, example, encoded) for example in shown]
     n_heads = saved.cfg.model.n_heads
-    found = [capture(saved, encoded.batch([k]).to(saved.device).inputs) for k in range(len(shown))]
+    batches = [encoded.batch([k]).to(saved.device) for k in range(len(shown))]
+    found = [capture(saved, batch.inputs) for batch in batches]
+    crossed = [cross_attention(saved, batch) for batch in batches] if translates else []
 
     def build(heads: int) -> list[dict]:
-        return [
-            sentence_data(saved, example, encoded.items[k], found[k], heads)
-            for k, example in enumerate(shown)
+        built = [
+            sentence_data(saved, sentence, items[k], found[k], heads)
+            for k, sentence in enumerate(sentences)
         ]
+        for data, (pieces, means), pair in zip(built, crossed, shown, strict=False):
+            _add_cross_attention(data, pieces, means, pair.target)
+        return built
 
     heads, kept = _fit(build, min(n_heads, max_heads), max_bytes)
     total = len(shown) if total is None else total
@@ -374,18 +455,18 @@ def view_data(
     if heads < n_heads:
         cut = why if heads < min(n_heads, max_heads) else ""
         notes.append(f"showing the first {heads} of {n_heads} heads in each layer{cut}")
-    sentences = build(heads)[:kept]
+    shown_data = build(heads)[:kept]
     return {
         "title": title,
         "source": where,
         "mechanism": saved.cfg.model.attention,
         "task": saved.cfg.task,
-        "layers": len(sentences[0]["attention"]),
+        "layers": len(shown_data[0]["attention"]),
         "heads": heads,
         "scale": SCALE,
         "levels": LEVELS,
         "notes": notes,
-        "sentences": sentences,
+        "sentences": shown_data,
     }
 
 
@@ -406,8 +487,8 @@ def view_page(
     if saved.cfg.task not in SHOWN_TASKS:
         raise ValueError(
             f"{checkpoint}: treeattn view shows sentence encoders ({', '.join(SHOWN_TASKS)} "
-            f"models), not a {saved.cfg.task} model; see `treeattn label-heads` for a parser "
-            "and `treeattn cross-attention` for a translation model"
+            f"models), not a {saved.cfg.task} model; `treeattn label-heads` shows a "
+            "parser's label attention heads"
         )
     if lines is None:
         examples, where = saved.read(split)

@@ -259,16 +259,18 @@ function drawPanels(section, s) {
   box.replaceChildren();
   for (const panel of DATA.sentences[s].panels) {
     const div = html("div", { class: "panel" }, box);
-    const layer = panel.per_layer ? state.layer : 0;
+    // A decoder may have fewer layers than the encoder the slider walks: its top one.
+    const layer = panel.per_layer ? Math.min(state.layer, panel.values.length - 1) : 0;
     html("h3", {}, div, panel.title + (panel.per_layer ? `, layer ${layer + 1}` : ""));
     if (panel.note) html("p", { class: "note" }, div, panel.note);
-    const values = panel.values[Math.min(layer, panel.values.length - 1)];
+    const values = panel.values[layer];
     const cols = panel.cols.length;
     const small = panel.rows.length * cols <= 16;
     const longest = panel.rows.concat(panel.cols).reduce((a, w) => Math.max(a, w.length), 3);
     const margin = Math.min(160, 6.5 * longest + 10);
     grid(div, panel.rows, panel.cols, (r, k) => values[r * cols + k] / DATA.scale, {
-      cls: "panel-grid", cell: small ? 44 : Math.max(7, Math.min(16, 480 / cols)), absolute: true,
+      cls: "panel-grid", cell: small ? 44 : Math.max(7, Math.min(16, 480 / cols)),
+      absolute: !panel.relative,
       left: margin, top: margin, numbers: small, cellData: (r, k) => ({ r, k }),
     });
   }
@@ -315,6 +317,9 @@ function build() {
   DATA.sentences.forEach((sentence, s) => {
     const section = html("section", { class: "sentence", id: `sentence-${s}` }, main);
     html("h2", {}, section, `${s + 1}. ${sentence.words.join(" ")}`);
+    if (sentence.translation !== undefined) {
+      html("p", { class: "translation" }, section, `translation: ${sentence.translation}`);
+    }
     drawTree(section, s);
     html("div", { class: "heatmap-box" }, section);
     html("div", { class: "panels" }, section);
