@@ -207,3 +207,38 @@ def test_parser_trees_cannot_give_phrase_labels():
         make_task(
             load_config(None, ["data.name=sst5", "data.trees=parser", "data.phrase_level=true"])
         )
+
+
+CONFIGS = sorted(Path(__file__).parent.parent.glob("configs/sst*-minilm-*.yaml"))
+
+
+def test_the_minilm_configs_hold_the_six_mechanisms_on_both_data_sets():
+    names = {path.stem for path in CONFIGS}
+    mechanisms = ("vanilla", "distance", "constituent", "hierarchical", "tree-lstm", "structured")
+    assert names == {f"{d}-minilm-{m}" for d in ("sst2", "sst5") for m in mechanisms}
+    for path in CONFIGS:
+        task = make_task(load_config(path))  # checked as a run checks it
+        m = task.cfg.model
+        assert (m.backbone, m.backbone_lr, task.cfg.train.lr) == ("minilm", 3e-5, 2e-4), path
+        assert m.attention == path.stem.split("-minilm-")[1] and not task.cfg.data.phrase_level
+
+
+SST = [
+    "(3 (2 (2 The) (2 film)) (3 (2 was) (3 good)))",
+    "(1 (2 It) (1 (1 (2 was) (1 (1 bad) (2 ,))) (2 (2 sadly) (2 .))))",
+]
+
+
+def test_parser_trees_replace_the_gold_ones_where_the_model_reads_trees(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "sst.txt"
+    path.write_text("".join(row + "\n" for row in SST), encoding="utf-8")
+    overrides = ["data.name=sst5", "model.attention=tree-lstm"]
+    gold, _ = make_task(load_config(None, overrides)).read(str(path))
+    parsed, _ = make_task(load_config(None, [*overrides, "data.trees=parser"])).read(str(path))
+    assert [ex.tokens for ex in parsed] == [ex.tokens for ex in gold]
+    assert [ex.label for ex in parsed] == [3, 1]
+    for ex in parsed:  # made as SST's: binary, every node X
+        assert ex.tree.leaves() == ex.tokens
+        assert all(len(t.children) <= 2 and t.label == "X" for t in ex.tree.subtrees())
+    assert [str(ex.tree) for ex in parsed] != [str(ex.tree) for ex in gold]
