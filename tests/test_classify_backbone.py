@@ -242,3 +242,22 @@ def test_parser_trees_replace_the_gold_ones_where_the_model_reads_trees(tmp_path
         assert ex.tree.leaves() == ex.tokens
         assert all(len(t.children) <= 2 and t.label == "X" for t in ex.tree.subtrees())
     assert [str(ex.tree) for ex in parsed] != [str(ex.tree) for ex in gold]
+
+
+@pytest.mark.parametrize(("mechanism", "tune"), [("distance", "all"), ("constituent", 1)])
+def test_the_backbone_passes_syntax_as_its_encoder_does(tiny_dir, mechanism, tune):
+    from treeattn.models.backbone import load_backbone
+    from treeattn.models.syntax_injection import inject_syntax
+    from treeattn.trees import Tree
+
+    backbone = load_backbone(tiny_dir, tune=tune).eval()
+    injection = inject_syntax(backbone.encoder, mechanism, layers=[0, 2], heads=[1, 3])
+    trees = [Tree.parse(row) for row in ROWS]
+    batch = backbone.pieces([tree.leaves() for tree in trees])
+    syntax = injection.inputs(trees, batch.word_of_piece, batch.pad_mask)
+    ours = backbone.hidden_states(batch, syntax)
+    theirs = backbone.encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)
+    plain = backbone.hidden_states(batch)
+    for mine, expected in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(mine, expected, atol=0, rtol=0)
+    assert not torch.allclose(ours[-1], plain[-1])  # the syntax changed something
