@@ -233,9 +233,10 @@ def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkey
     assert "--max-mb must be positive" in capsys.readouterr().err
     assert main(["view", str(runs("tree-lstm")), "-o", str(bad)]) == 2
     assert "no attention layer whose weights can be shown" in capsys.readouterr().err
-    parser = Path("src/treeattn/resources/parser-ptb-sample.safetensors")
-    assert main(["view", str(parser), str(source), "-o", str(bad)]) == 2
-    assert "shows sentence encoders" in capsys.readouterr().err and not bad.exists()
+    parser = Path("src/treeattn/resources/parser-ptb-sample.safetensors")  # a parser file
+    source.write_text("The cat sat on the mat.\n")
+    assert main(["view", str(parser), str(source), "-o", str(out)]) == 0
+    assert '"task":"parse"' in out.read_text()
 
 
 # -- in a real browser -------------------------------------------------------------------
@@ -407,3 +408,33 @@ def test_a_translation_models_page_holds_its_translations_and_cross_attention(
         assert torch.allclose(rows.sum(-1), torch.ones(len(rows)), atol=bound)
         on_nodes = rows[:, : len(nodes)].sum(-1).mean()
         assert shares["values"][0][0] / SCALE == pytest.approx(float(on_nodes), abs=bound)
+
+
+def test_a_parsers_page_shows_its_trees_and_label_heads(tmp_path, browser):
+    from tests.test_parser import SMALL, TOY
+    from treeattn.analysis.label_heads import label_head_contributions
+    from treeattn.parsing import Parser
+
+    trees = tmp_path / "toy.txt"
+    trees.write_text("".join(line + "\n" for line in TOY * 3), encoding="utf-8")
+    sets = ["task=parse", "data.name=files", *SMALL, "train.epochs=20"]
+    sets += [f"data.paths.{split}={trees}" for split in ("train", "dev", "test")]
+    sets += ["model.lal_feed_forward=false", "train.progress=false", f"out_dir={tmp_path}"]
+    assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+    lines = ["a dog ran .", "the cat sat on the mat ."]
+    page = view_page(tmp_path / "best.pt", lines)
+    data = json.loads(re.search(r'id="view-data">(.*?)</script>', page, re.S).group(1))
+    parser = Parser.load(tmp_path / "best.pt", "cpu")
+    for sentence, line, parse in zip(data["sentences"], lines, parser.parse(lines), strict=True):
+        assert sentence["words"] == line.split() and sentence["arcs"] == parse.dependencies.heads
+        over, spans = sentence["panels"]
+        assert over["cols"] == ["<s>", *line.split(), "</s>"]
+        weights = torch.tensor(over["values"][0]).view(len(over["rows"]), -1) / SCALE
+        assert torch.allclose(weights.sum(-1), torch.ones(len(weights)), atol=0.01)
+        expected = label_head_contributions(parser, line, tokenized=True)
+        assert len(spans["rows"]) == len(expected)
+        shares = torch.tensor(spans["values"][0]).view(len(expected), -1) / SCALE
+        contributions = torch.tensor([span.contributions for span in expected])
+        assert (shares - contributions).abs().max() <= 0.5 / SCALE + 1e-6
+    assert _open(browser, page, tmp_path / "page.html") == []
+    assert len(browser.find_elements("css selector", "svg.tree")) == len(lines)

@@ -26,13 +26,17 @@ from torch import nn
 
 from treeattn.analysis.hierarchical import layer_weights
 from treeattn.analysis.induction import trees_from_links, uses_start_token
+from treeattn.analysis.label_heads import label_head_contributions
 from treeattn.analysis.latent_trees import decode_heads
 from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
 from treeattn.attention.distance import BIAS, DistanceAttention
+from treeattn.attention.label import LabelAttention
 from treeattn.attention.registry import LAYER
 from treeattn.attention.structured import StructuredAttention, arc_marginals
 from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.parsing import Parser
 from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.tasks.parse import ParseTask
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.tasks.translate import Pair
@@ -44,7 +48,7 @@ LEVELS = 255  # attention is stored as one byte a probability (0..255), base64 p
 MAX_SENTENCES = 20
 MAX_HEADS = 8
 MAX_BYTES = 4_500_000  # fewer heads, then fewer sentences, keep a page below this
-SHOWN_TASKS = ("classify", "mlm", "translate")  # models whose encoder reads a sentence
+SHOWN_TASKS = ("classify", "mlm", "translate")  # tasks whose encoder reads a sentence
 
 
 def quantize(values: torch.Tensor) -> list[int]:
@@ -470,6 +474,96 @@ def view_data(
     }
 
 
+@torch.no_grad()
+def parser_view_data(
+    parser: Parser,
+    sentences: Sequence[str],
+    where: str,
+    title: str,
+    total: int | None = None,
+    max_heads: int = MAX_HEADS,
+) -> dict[str, Any]:
+    """A parser's page for tokenized ``sentences`` (words split on spaces): each predicted
+    tree with its dependency arcs, and what the label attention layer's heads look at: each
+    head's attention over the sentence and, where the layer's output keeps the heads apart
+    (concatenated heads, no feed-forward layer after it), each head's contribution to each
+    predicted constituent (Mrini et al., Fig. 6; ``analysis.label_heads``)."""
+    if not sentences:
+        raise ValueError(f"{where}: no sentences to show")
+    top = parser.model.top
+    if not isinstance(top, LabelAttention):
+        raise ValueError(f"{title}: the parser has no label attention layer to show")
+    n_heads = top.n_heads
+    heads = min(n_heads, max_heads)
+    head_names = [f"head {h + 1}" for h in range(heads)]
+    parses = parser.parse(list(sentences), tokenized=True, where=where)
+    seen: list[torch.Tensor] = []
+    hook = top.register_forward_hook(lambda m, inputs, _out: seen.append(m.head_weights(*inputs)))
+    shown = []
+    try:
+        for parse in parses:
+            seen.clear()
+            batch = parser.encode([parse.words]).batch([0]).to(parser.device)
+            parser.model.encode(batch.words, batch.chars, batch.pad_mask, batch.sentences)
+            over_tokens = seen[0][0, :heads]  # (H, T): the start token, the words, the stop
+            tokens = ["<s>", *parse.words, "</s>"]
+            panels = [
+                _panel(
+                    "label attention heads: attention over the sentence",
+                    head_names,
+                    tokens,
+                    over_tokens if over_tokens.dim() == 2 else over_tokens.mean(1),
+                    "each head's one query (one head per label) over the words",
+                    relative=True,
+                )
+            ]
+            try:
+                spans = label_head_contributions(parser, " ".join(parse.words), tokenized=True)
+            except ValueError as why:  # heads mixed after the layer: no share per head
+                spans = []
+                panels[0]["note"] += f"; no contribution per span: {why}"
+            if spans:
+                panels.append(
+                    _panel(
+                        "label-head contributions per predicted constituent",
+                        [f"{span.label}: {' '.join(span.words)}"[:40] for span in spans],
+                        head_names,
+                        torch.tensor([span.contributions[:heads] for span in spans]),
+                        "each head's share of the span's vector (Mrini et al., Fig. 6)",
+                        relative=True,
+                    )
+                )
+            shown.append(
+                {
+                    "words": parse.words,
+                    "tree": None if parse.tree is None else tree_json(parse.tree),
+                    "arcs": list(parse.dependencies.heads),
+                    "attention": [],
+                    "latent": [],
+                    "nodes": [],
+                    "panels": panels,
+                }
+            )
+    finally:
+        hook.remove()
+    total = len(shown) if total is None else total
+    notes = [f"showing the first {len(shown)} of {total} sentences"] if total > len(shown) else []
+    if heads < n_heads:
+        notes.append(f"showing the first {heads} of {n_heads} label attention heads")
+    return {
+        "title": title,
+        "source": where,
+        "mechanism": "label",
+        "task": "parse",
+        "layers": 0,
+        "heads": heads,
+        "scale": SCALE,
+        "levels": LEVELS,
+        "notes": notes,
+        "sentences": shown,
+    }
+
+
 def view_page(
     checkpoint: str | Path,
     lines: Sequence[str] | None = None,
@@ -484,11 +578,21 @@ def view_page(
     a line, as ``treeattn predict`` reads them), or the sentences of ``split`` when no lines
     are given; the first ``max_sentences`` of them."""
     saved = load_trained(checkpoint, device)
+    if isinstance(saved.task, ParseTask):
+        parser = Parser.load(checkpoint, device)
+        if lines is None:
+            examples, where = saved.read(split)
+            words = [example.words for example in examples]
+        else:  # raw text, tokenized as the parser tokenizes it
+            words = parser.words(list(lines[:max_sentences]), False, where)
+        shown = [" ".join(sentence) for sentence in words[:max_sentences]]
+        total = len(words) if lines is None else len(lines)
+        title = str(checkpoint)
+        return render_page(parser_view_data(parser, shown, where, title, total, max_heads))
     if saved.cfg.task not in SHOWN_TASKS:
         raise ValueError(
-            f"{checkpoint}: treeattn view shows sentence encoders ({', '.join(SHOWN_TASKS)} "
-            f"models), not a {saved.cfg.task} model; `treeattn label-heads` shows a "
-            "parser's label attention heads"
+            f"{checkpoint}: treeattn view shows {', '.join(SHOWN_TASKS)} and parse models, "
+            f"not a {saved.cfg.task} model"
         )
     if lines is None:
         examples, where = saved.read(split)

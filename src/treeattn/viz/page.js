@@ -210,6 +210,10 @@ function drawHeatmap(section, s) {
   const q = state.selected[s];
   const layer = state.layer;
   const caption = html("p", { class: "caption" }, box);
+  if (!DATA.layers) {
+    caption.textContent = "no word-to-word attention is shown for this model; its panels follow";
+    return;
+  }
   let drawn;
   if (q === null) {
     const head = state.head;
@@ -285,6 +289,7 @@ function drawSentence(s) {
 }
 
 function select(s, q) {
+  if (!DATA.layers) return; // nothing to show for a word
   state.selected[s] = state.selected[s] === q ? null : q;
   inView.add(s);
   drawSentence(s);
@@ -296,7 +301,8 @@ function select(s, q) {
 const inView = new Set();
 
 function redraw() {
-  document.getElementById("layer-value").textContent = `${state.layer + 1} of ${DATA.layers}`;
+  const shown = DATA.layers ? `${state.layer + 1} of ${DATA.layers}` : "none";
+  document.getElementById("layer-value").textContent = shown;
   inView.forEach((s) => drawSentence(s));
 }
 
@@ -326,14 +332,16 @@ function build() {
     drawWhenSeen(section, s);
   });
   const slider = document.getElementById("layer");
-  slider.max = DATA.layers;
-  slider.value = DATA.layers;
+  slider.max = Math.max(DATA.layers, 1);
+  slider.value = slider.max;
+  slider.disabled = !DATA.layers;
   slider.addEventListener("input", () => {
     state.layer = Number(slider.value) - 1;
     redraw();
   });
   const head = document.getElementById("head");
   for (let h = 0; h < DATA.heads; h++) html("option", { value: h }, head, `head ${h + 1}`);
+  head.disabled = !DATA.layers;
   head.addEventListener("change", () => {
     state.head = Number(head.value);
     redraw();
