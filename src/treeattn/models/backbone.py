@@ -319,9 +319,11 @@ class BertEncoder(nn.Module):
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
 
-    def load_bert_state(self, state: dict[str, Tensor]) -> None:
-        """Load weights named as BERT names them; every parameter must be there."""
-        self.load_state_dict(from_bert_names(state), strict=True)
+    def load_bert_state(self, state: dict[str, Tensor], assign: bool = False) -> None:
+        """Load weights named as BERT names them; every parameter must be there. With
+        ``assign`` the tensors of ``state`` become the parameters (for an encoder built on
+        the meta device)."""
+        self.load_state_dict(from_bert_names(state), strict=True, assign=assign)
 
     def forward(
         self, piece_ids: Tensor, pad_mask: Tensor, syntax: LayerEdits | None = None
@@ -587,8 +589,9 @@ def _special(vocab: dict[str, int], names: Sequence[str]) -> int:
 
 def build_backbone(files: PretrainedFiles, **options: Any) -> Backbone:
     """A ``Backbone`` on the weights of ``files`` (options as ``Backbone``'s)."""
-    encoder = BertEncoder(files.config)
-    encoder.load_bert_state(files.state)
+    with torch.device("meta"):  # no random initialisation of weights about to be replaced
+        encoder = BertEncoder(files.config)
+    encoder.load_bert_state(files.state, assign=True)
     return Backbone(encoder, files.tokenizer, sha256=files.sha256, **options)
 
 
