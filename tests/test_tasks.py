@@ -340,6 +340,15 @@ def test_sst_predictions_are_class_names_of_ptb_words(name, names):
             bias[k] = 1.0
             data = task.encode(examples, "in.txt")
             assert task.predict(model, data, torch.device("cpu")) == [expected] * 3
+            # Every class by name, in the classes' order; the bias's class the likeliest.
+            line = task.predict(model, data, torch.device("cpu"), "probabilities")[0]
+            fields = [field.rsplit("=", 1) for field in line.split("\t")]
+            assert [name for name, _ in fields] == names
+            shares = [float(share) for _, share in fields]
+            assert max(shares) == shares[k] and sum(shares) == pytest.approx(1, abs=1e-3)
+            record = json.loads(task.predict(model, data, torch.device("cpu"), "jsonl")[0])
+            assert record["label"] == expected and list(record["probabilities"]) == names
+            assert list(record["probabilities"].values()) == pytest.approx(shares, abs=1e-4)
 
 
 def test_predict_gives_one_label_per_line_in_order(tmp_path, capsys):
@@ -359,6 +368,46 @@ def test_predict_gives_one_label_per_line_in_order(tmp_path, capsys):
     empty_line = _write(tmp_path / "gap.txt", ["[MAX 2 9 ]", "", "[MIN 1 2 ]"])
     assert main(["predict", str(run / "best.pt"), empty_line]) == 2
     assert f"{empty_line}:2:1: empty line" in capsys.readouterr().err
+
+
+def test_predict_formats_of_a_classifier(tmp_path, capsys):
+    model = str(FIXTURES / "legacy-listops-vanilla.pt")
+    lines = ["[MAX 2 9 ]", "[MIN 3 [MAX 4 5 ] ]", "[SM 1 2 ]"]
+    inputs = _write(tmp_path / "in.txt", lines)
+    outputs = {}
+    for output_format in ("", "label", "probabilities", "jsonl"):
+        chosen = ["--format", output_format] if output_format else []
+        assert main(["predict", model, inputs, *chosen]) == 0
+        outputs[output_format] = capsys.readouterr().out.splitlines()
+    labels = outputs[""]
+    assert outputs["label"] == labels and len(labels) == 3
+    classes = [str(k) for k in range(10)]
+    for line, label, text in zip(outputs["probabilities"], labels, outputs["jsonl"], strict=True):
+        shares = dict(field.split("=") for field in line.split("\t"))
+        assert list(shares) == classes and max(shares, key=lambda c: float(shares[c])) == label
+        assert sum(map(float, shares.values())) == pytest.approx(1, abs=1e-3)
+        record = json.loads(text)
+        assert list(record) == ["input", "label", "probabilities"]
+        assert record["label"] == label and list(record["probabilities"]) == classes
+    assert [json.loads(text)["input"] for text in outputs["jsonl"]] == lines
+
+
+@pytest.mark.parametrize(
+    ("model", "formats"),
+    [
+        (FIXTURES / "legacy-listops-vanilla.pt", "label, probabilities, jsonl"),
+        (FIXTURES / "legacy-text-constituent.pt", "lines"),
+        ("fast", "brackets, conllu"),
+    ],
+)
+def test_an_unknown_predict_format_names_the_tasks_formats(tmp_path, capsys, model, formats):
+    from treeattn.parsing.parser import model_path
+
+    path = model_path(model) if model == "fast" else model
+    inputs = _write(tmp_path / "in.txt", ["Dogs bark ."])
+    assert main(["predict", str(path), inputs, "--format", "xml"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"writes {formats}, not 'xml'\n") and "--format" in err
 
 
 def test_masked_lm_predict_fills_in_the_masks(tmp_path, capsys):

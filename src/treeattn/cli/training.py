@@ -92,7 +92,13 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
     p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
-    p.add_argument("--format", default="", help="output format, where the task has several")
+    p.add_argument(
+        "--format",
+        default="",
+        help="output format. classify: label (the default), probabilities (every class's "
+        "probability, NAME=P fields separated by tabs) or jsonl (a JSON object a line: "
+        "input, label, probabilities); parse: brackets or conllu; mlm: lines",
+    )
     p.add_argument(
         "--parser",
         metavar="MODEL",

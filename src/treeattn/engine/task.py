@@ -195,7 +195,8 @@ class Task(ABC):
             )
         return "\n".join(lines)
 
-    # Formats ``predict`` can write; the first is the default.
+    # Formats ``predict`` can write; the first is the default. A ``jsonl`` output is one
+    # JSON object per example, to which ``treeattn predict`` adds the input line.
     output_formats: ClassVar[tuple[str, ...]] = ("lines",)
 
     @abstractmethod

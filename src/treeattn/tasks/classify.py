@@ -32,6 +32,7 @@ from treeattn.models.registry import (
     encoder_entry,
 )
 from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.tasks.class_outputs import FORMATS, class_outputs
 from treeattn.tasks.datasets import (
     DataSet,
     ListOpsSettings,
@@ -75,6 +76,7 @@ class ClassifyTask(Task):
     Data = ListOpsSettings  # the default data set's; ``data_section`` picks the one named
     Model = ClassifyModel
     headline = ("accuracy",)
+    output_formats = FORMATS  # label, probabilities, jsonl (``class_outputs``)
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
@@ -270,9 +272,9 @@ class ClassifyTask(Task):
     def _predictions(
         self, model: nn.Module, data: EncodedSet, device: torch.device
     ) -> tuple[torch.Tensor, float]:
-        """The predicted class of every example, and the summed cross-entropy of the
-        labeled ones."""
-        predictions = torch.zeros(len(data), dtype=torch.long)
+        """Every example's class probabilities (N, L), and the summed cross-entropy of
+        the labeled ones."""
+        probabilities = torch.zeros(len(data), len(self.classes))
         total_loss = 0.0
         max_tokens = self.cfg.train.eval_max_tokens
         with evaluating(model):
@@ -283,13 +285,14 @@ class ClassifyTask(Task):
                     logits, batch.labels, ignore_index=IGNORE_LABEL, reduction="sum"
                 )
                 total_loss += loss.item()
-                predictions[indices] = logits.argmax(-1).cpu()
-        return predictions, total_loss
+                probabilities[indices] = logits.float().softmax(-1).cpu()
+        return probabilities, total_loss
 
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
         """Accuracy and mean cross-entropy over the sentences that have a label (SST-2
         phrase-level training data also holds neutral sentences, labeled -1)."""
-        predictions, total_loss = self._predictions(model, data, device)
+        probabilities, total_loss = self._predictions(model, data, device)
+        predictions = probabilities.argmax(-1)
         labeled = data.labels >= 0
         gold = data.labels[labeled].tolist()
         return {
@@ -342,10 +345,11 @@ class ClassifyTask(Task):
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
     ) -> list[str]:
         """Each sentence's class, by name where the data set names its classes (SST:
-        ``very negative`` ... ``very positive``), else its label."""
-        predictions, _ = self._predictions(model, data, device)
+        ``very negative`` ... ``very positive``), else its label; or every class's
+        probability, or both as JSON (``output_format``: ``class_outputs``)."""
+        probabilities, _ = self._predictions(model, data, device)
         names = self.dataset.class_names or self.classes
-        return [names[k] for k in predictions.tolist()]
+        return class_outputs(probabilities, names, output_format or FORMATS[0])
 
 
 def _logits(model: nn.Module, batch: SentenceBatch) -> torch.Tensor:

@@ -49,17 +49,27 @@ class Trained:
         return f"{'data':<12} {where}\n" + self.task.report(self.model, data, self.device)
 
     def predict(self, lines: list[str], where: str, output_format: str = "") -> list[str]:
-        """One output per input line, in order, in one of the task's ``output_formats``."""
+        """One output per input line, in order, in one of the task's ``output_formats``.
+        A task's ``jsonl`` objects get the input line first, as ``"input"`` (the task sees
+        only the encoded examples)."""
         formats = self.task.output_formats
         if output_format and output_format not in formats:
             raise ValueError(
-                f"a {self.cfg.task} model writes {', '.join(formats)}, not {output_format!r}"
+                f"--format: a {self.cfg.task} model writes {', '.join(formats)}, "
+                f"not {output_format!r}"
             )
         examples = self.task.read_inputs(lines, where)
         if not examples:
             raise ValueError(f"{where}: no input lines")
         data = self.encode(examples, where)
-        return self.task.predict(self.model, data, self.device, output_format or formats[0])
+        output_format = output_format or formats[0]
+        outputs = self.task.predict(self.model, data, self.device, output_format)
+        if output_format != "jsonl":
+            return outputs
+        return [
+            json.dumps({"input": line, **json.loads(out)}, ensure_ascii=False)
+            for line, out in zip(lines, outputs, strict=True)
+        ]
 
 
 def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
