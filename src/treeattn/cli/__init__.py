@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from treeattn.cli import analysis, parsing, training, translation
+from treeattn.cli import analysis, cache, parsing, training, translation
 from treeattn.cli.status import BAD_INPUT, STATUS_HELP, run_command
 
 __all__ = ["build_parser", "main"]
@@ -40,6 +40,7 @@ examples:
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn evalb gold.mrg predicted.txt
   treeattn show "$TREEATTN_DATA/sst/dev.txt" --limit 2
+  treeattn cache clear
 
 {STATUS_HELP}
 Data is read from $TREEATTN_DATA (default: ../shared/data beside the
@@ -65,6 +66,7 @@ COMMANDS = (
     analysis.add_view,
     parsing.add_evalb,
     parsing.add_show,
+    cache.add_cache,
     training.add_demo,
     training.add_mechanisms,
 )

@@ -1,0 +1,64 @@
+"""`treeattn cache`: the files the tree source keeps, their size, and clearing them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from treeattn.cli import main
+from treeattn.cli.cache import SIZE_HELP
+from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.trees.tokenize import tokenize
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TREEATTN_CACHE", str(folder))
+    return folder
+
+
+def test_cache_lists_what_the_tree_source_keeps_and_clear_removes_only_that(cache, capsys):
+    source = TreeSource(PARSER, parser="fast")
+    sentences = [["Dogs", "bark", "."], ["The", "cat", "sat", "."]]
+    trees = source.trees(sentences, "input", progress=False)
+    (written,) = (cache / "trees").iterdir()
+    (cache / "notes.txt").write_text("not ours\n")  # beside the trees: left alone
+    assert main(["cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    size = written.stat().st_size
+    assert lines[0] == str(cache / "trees")
+    assert re.fullmatch(rf"  {written.name} +{size} B  2 trees", lines[1])
+    assert lines[2:] == [f"1 file, {size} B"]
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"{cache / 'trees'}: removed 1 file, {size} B\n"
+    assert not (cache / "trees").exists() and (cache / "notes.txt").is_file()
+    assert main(["cache", "info"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0 files, 0 B"
+    # Cleared trees are parsed again, the same.
+    assert source.trees(sentences, "input", progress=False) == trees
+    assert (cache / "trees" / written.name).read_text() == "".join(
+        t.to_brackets() + "\n" for t in trees
+    )
+
+
+def test_an_empty_or_absent_cache_is_reported_not_an_error(cache, capsys):
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"{cache / 'trees'}: removed 0 files, 0 B\n"
+    assert main(["cache"]) == 0
+    assert capsys.readouterr().out.startswith(f"{cache / 'trees'} (absent: nothing cached)\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cache", "purge"])
+    assert exit_info.value.code == 2 and "choose from 'info', 'clear'" in capsys.readouterr().err
+
+
+def test_the_documented_size_of_a_cached_split_holds(cache, shared_data):
+    lines = (shared_data / "multi30k" / "val.en").read_text(encoding="utf-8").splitlines()
+    sentences = [tokenize(line) for line in lines[:40]]
+    TreeSource(PARSER, parser="fast").trees(sentences, "val", progress=False)
+    (written,) = (cache / "trees").iterdir()
+    per_word = written.stat().st_size / sum(map(len, sentences))
+    per_text = written.stat().st_size / sum(len(line.encode()) + 1 for line in lines[:40])
+    assert "about 15 bytes a word, three times its text" in SIZE_HELP
+    assert 12 < per_word < 18 and 2.5 < per_text < 3.5, (per_word, per_text)
