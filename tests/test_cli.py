@@ -29,6 +29,19 @@ def test_help_lists_every_command(capsys):
         assert command in text
 
 
+def test_the_readme_has_a_row_with_an_example_for_every_command():
+    import argparse
+
+    from treeattn.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## From the command line\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([\w-]+)` \|[^\n]*\| `treeattn ([\w-]+)[^`\n]*` \|$", section, re.M)
+    assert sorted(name for name, _ in rows) == sorted(sub.choices)
+    assert all(name == example for name, example in rows)  # each example runs its command
+
+
 def test_train_then_evaluate_a_split_and_a_file(tmp_path, capsys):
     from treeattn.data.listops import generate_listops, write_listops
 
