@@ -413,6 +413,21 @@ def _fit(build, heads: int, max_bytes: int) -> tuple[int, int]:
     return 1, max(1, int((torch.tensor(one).cumsum(0) <= max_bytes).sum()))
 
 
+def _page_data(about: dict, mechanism: str, task: str, sentences: list[dict]) -> dict:
+    """The page's data: ``about`` (title, source, heads, notes), the model's kind and the
+    sentences; ``layers`` is 0 for a model with no word-to-word attention shown."""
+    layers = len(sentences[0]["attention"])
+    return {
+        **about,
+        "mechanism": mechanism,
+        "task": task,
+        "layers": layers,
+        "scale": SCALE,
+        "levels": LEVELS,
+        "sentences": sentences,
+    }
+
+
 def view_data(
     saved: Trained,
     examples: list[LabeledSentence],
@@ -460,18 +475,8 @@ def view_data(
         cut = why if heads < min(n_heads, max_heads) else ""
         notes.append(f"showing the first {heads} of {n_heads} heads in each layer{cut}")
     shown_data = build(heads)[:kept]
-    return {
-        "title": title,
-        "source": where,
-        "mechanism": saved.cfg.model.attention,
-        "task": saved.cfg.task,
-        "layers": len(shown_data[0]["attention"]),
-        "heads": heads,
-        "scale": SCALE,
-        "levels": LEVELS,
-        "notes": notes,
-        "sentences": shown_data,
-    }
+    about = {"title": title, "source": where, "heads": heads, "notes": notes}
+    return _page_data(about, saved.cfg.model.attention, saved.cfg.task, shown_data)
 
 
 @torch.no_grad()
@@ -550,18 +555,8 @@ def parser_view_data(
     notes = [f"showing the first {len(shown)} of {total} sentences"] if total > len(shown) else []
     if heads < n_heads:
         notes.append(f"showing the first {heads} of {n_heads} label attention heads")
-    return {
-        "title": title,
-        "source": where,
-        "mechanism": "label",
-        "task": "parse",
-        "layers": 0,
-        "heads": heads,
-        "scale": SCALE,
-        "levels": LEVELS,
-        "notes": notes,
-        "sentences": shown,
-    }
+    about = {"title": title, "source": where, "heads": heads, "notes": notes}
+    return _page_data(about, "label", "parse", shown)
 
 
 def view_page(
