@@ -319,11 +319,9 @@ class BertEncoder(nn.Module):
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
 
-    def load_bert_state(self, state: dict[str, Tensor], assign: bool = False) -> None:
-        """Load weights named as BERT names them; every parameter must be there. With
-        ``assign`` the tensors of ``state`` become the parameters (for an encoder built on
-        the meta device)."""
-        self.load_state_dict(from_bert_names(state), strict=True, assign=assign)
+    def load_bert_state(self, state: dict[str, Tensor]) -> None:
+        """Load weights named as BERT names them; every parameter must be there."""
+        self.load_state_dict(from_bert_names(state), strict=True)
 
     def forward(
         self, piece_ids: Tensor, pad_mask: Tensor, syntax: LayerEdits | None = None
@@ -589,9 +587,8 @@ def _special(vocab: dict[str, int], names: Sequence[str]) -> int:
 
 def build_backbone(files: PretrainedFiles, **options: Any) -> Backbone:
     """A ``Backbone`` on the weights of ``files`` (options as ``Backbone``'s)."""
-    with torch.device("meta"):  # no random initialisation of weights about to be replaced
-        encoder = BertEncoder(files.config)
-    encoder.load_bert_state(files.state, assign=True)
+    encoder = BertEncoder(files.config)
+    encoder.load_bert_state(files.state)
     return Backbone(encoder, files.tokenizer, sha256=files.sha256, **options)
 
 
