@@ -29,7 +29,7 @@ TEMPLATE = """<!DOCTYPE html>
 <label>layer <input type="range" id="layer" min="1" max="1" value="1">
 <span id="layer-value"></span></label>
 <label>head <select id="head"><option value="-1">mean of heads</option></select></label>
-<span class="meta">click a word{nodes} to see where it attends</span>
+<span class="meta">{hint}</span>
 </div>
 </header>
 <main id="sentences"></main>
@@ -50,16 +50,21 @@ def render_page(data: dict[str, Any]) -> str:
     # Inside a script element only "</" can end it early: JSON allows "<\\/" for it.
     payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
     hierarchical = any(s["nodes"] for s in data["sentences"])
+    shape = f"{data['layers']} layers, {data['heads']} heads shown"
+    if not data["layers"]:  # a parser: its label attention heads only
+        shape = f"{data['heads']} label attention heads shown"
     meta = (
         f"{data['mechanism']} attention, {data['task']} model; {len(data['sentences'])} "
-        f"sentences of {data['source']}; {data['layers']} layers, {data['heads']} heads shown"
+        f"sentences of {data['source']}; {shape}"
     )
     notes = "".join(f'<p class="notice">{html.escape(note)}</p>\n' for note in data["notes"])
+    clickable = "a word or a green phrase node" if hierarchical else "a word"
+    hint = f"click {clickable} to see where it attends" if data["layers"] else ""
     return TEMPLATE.format(
         title=html.escape(f"treeattn view: {data['title']}"),
         meta=html.escape(meta),
         notes=notes,
-        nodes=" or a green phrase node" if hierarchical else "",
+        hint=hint,
         data=payload,
         style=_asset("page.css"),
         script=_asset("page.js"),
