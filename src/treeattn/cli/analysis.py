@@ -252,13 +252,15 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         "each word's local range (distance), the latent trees and their marginals "
         "(structured), attention on phrase nodes against words (hierarchical), and for a "
         "translation model its own translation and the decoder's cross-attention over the "
-        "source, per decoder layer. FILE holds "
+        "source, per decoder layer; for a parser, its predicted trees, each label attention "
+        "head's attention over the sentence and, where the heads stay apart, their "
+        "contributions to each predicted constituent. FILE holds "
         "one input a line, as `treeattn predict` reads them (a sentence, or a bracketed "
         "tree); without FILE the sentences of --split are shown. The page says what it "
         "leaves out beyond --max-sentences and --max-heads, and where it shows fewer heads "
         "(then fewer sentences) to stay under --max-mb.",
     )
-    p.add_argument("checkpoint", metavar="MODEL", help="a best.pt or last.pt of a trained model")
+    p.add_argument("checkpoint", metavar="MODEL", help="a trained run's best.pt, or a parser")
     p.add_argument("input", nargs="?", metavar="FILE", help="input lines (- : stdin)")
     p.add_argument("--split", default="test", help="split shown without FILE (default: test)")
     p.add_argument("-o", "--out", metavar="PAGE", help="the HTML file (default: stdout)")
