@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tests.browser import headless_chromium
+from tests.test_backbone import CONFIG as BERT_CONFIG
 from tests.test_engine import TINY
 from treeattn.analysis.view import (
     LEVELS,
@@ -27,6 +28,8 @@ from treeattn.attention.distance import GAPS, DistanceAttention
 from treeattn.attention.registry import LAYER
 from treeattn.attention.vanilla import VanillaSelfAttention, merge_heads, split_heads
 from treeattn.cli import main
+from treeattn.models.backbone import BertConfig, BertLayer
+from treeattn.models.head_edit import HeadEdit
 from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import load_trained
@@ -78,6 +81,47 @@ def test_attention_weights_are_what_the_forward_pass_mixed_values_with(layer, co
     assert torch.allclose(_mixed(layer, weights, x), out, atol=1e-5)
     assert (weights[1, :, :, 4:] == 0).all()  # nothing on padding
     if not isinstance(layer, ConstituentAttention):  # the prior is not renormalised
+        assert torch.allclose(weights.sum(-1), torch.ones(2, 4, 6), atol=1e-5)
+
+
+def _bert_mixed(layer: BertLayer, weights: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """A BERT layer's output had its attention mixed its values with ``weights``."""
+    batch, length, d = states.shape
+    values = layer.value(states).view(batch, length, layer.n_heads, -1).transpose(1, 2)
+    attended = (weights @ values).transpose(1, 2).reshape(batch, length, d)
+    states = layer.attention_norm(states + layer.attention_out(attended))
+    return layer.feed_norm(states + layer.feed_out(layer.activation(layer.feed_in(states))))
+
+
+@pytest.mark.parametrize("change", [None, "bias", "prior"])
+def test_a_bert_layers_attention_weights_are_what_its_forward_pass_mixed_values_with(change):
+    torch.manual_seed(0)
+    layer = BertLayer(BertConfig.from_dict(BERT_CONFIG)).eval()
+    states = torch.randn(2, 6, 16)
+    allowed = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])[:, None, None, :]
+    edit = None
+    if change == "bias":  # a hard local range: each piece sees its neighbours and [CLS]
+        near = (torch.arange(6)[:, None] - torch.arange(6)).abs() <= 1
+        near[:, 0] = True  # a padded query keeps a key to see
+        bias = torch.zeros(6, 6).masked_fill(~near, -torch.inf)
+        edit = HeadEdit((3, 1), bias=bias.expand(2, 1, 6, 6))
+    elif change == "prior":
+        edit = HeadEdit((2,), prior=torch.rand(2, 1, 6, 6))
+    with torch.no_grad():
+        out = layer(states, allowed, edit)
+        weights = layer.attention_weights(states, allowed, edit)
+        plain = layer.attention_weights(states, allowed)
+        assert weights.shape == (2, 4, 6, 6)
+        assert torch.allclose(_bert_mixed(layer, weights, states), out, atol=1e-5)
+    assert (weights[1, ..., 4:] == 0).all()  # nothing on padding
+    chosen = [] if edit is None else list(edit.heads)
+    others = [h for h in range(4) if h not in chosen]
+    assert torch.equal(weights[:, others], plain[:, others])
+    if change is not None:
+        assert not torch.allclose(weights[:, chosen], plain[:, chosen])
+    if change == "bias":
+        assert (weights[:, chosen][..., ~near] == 0).all()
+    if change != "prior":  # the prior is not renormalised
         assert torch.allclose(weights.sum(-1), torch.ones(2, 4, 6), atol=1e-5)
 
 

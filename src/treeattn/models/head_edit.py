@@ -74,9 +74,7 @@ def edited_attention(
             query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale
         )
     n_heads = query.shape[1]
-    if min(edit.heads) < 0 or max(edit.heads) >= n_heads:
-        raise ValueError(f"heads {edit.heads}: this layer has heads 0..{n_heads - 1}")
-    chosen = list(edit.heads)
+    chosen = _chosen(edit, n_heads)
     others = [h for h in range(n_heads) if h not in edit.heads]
     mask = additive_mask(attn_mask, query.dtype)
     q, k, v = query[:, chosen], key[:, chosen], value[:, chosen]
@@ -85,9 +83,7 @@ def edited_attention(
             q, k, v, attn_mask=mask + edit.bias.to(query.dtype), dropout_p=dropout_p, scale=scale
         )
     else:
-        step = q.shape[-1] ** -0.5 if scale is None else scale
-        probs = torch.softmax(q @ k.transpose(-1, -2) * step + mask, dim=-1)
-        probs = probs * edit.prior.to(query.dtype)
+        probs = _times_prior(q, k, mask, edit.prior, scale)
         if dropout_p > 0:
             probs = F.dropout(probs, dropout_p)
         changed = probs @ v
@@ -102,6 +98,49 @@ def edited_attention(
         scale=scale,
     )
     return torch.cat([changed, kept], dim=1)[:, _inverse(chosen + others)]
+
+
+def edited_probabilities(
+    query: Tensor,
+    key: Tensor,
+    attn_mask: Tensor | None,
+    edit: HeadEdit | None,
+    scale: float | None = None,
+) -> Tensor:
+    """The probabilities (B, H, p, p) that ``edited_attention`` mixes the values with
+    (before dropout): every head's softmax, the bias added to the chosen heads' scores
+    before it, or the prior multiplying their probabilities after it."""
+    mask = additive_mask(attn_mask, query.dtype)
+    scores = _scores(query, key, scale) + mask  # (B, H, p, p), a new tensor
+    if edit is None or not edit.heads:
+        return torch.softmax(scores, dim=-1)
+    chosen = _chosen(edit, query.shape[1])
+    if edit.bias is not None:
+        scores[:, chosen] += edit.bias.to(query.dtype)
+        return torch.softmax(scores, dim=-1)
+    probs = torch.softmax(scores, dim=-1)
+    probs[:, chosen] = _times_prior(query[:, chosen], key[:, chosen], mask, edit.prior, scale)
+    return probs
+
+
+def _scores(query: Tensor, key: Tensor, scale: float | None) -> Tensor:
+    step = query.shape[-1] ** -0.5 if scale is None else scale
+    return query @ key.transpose(-1, -2) * step
+
+
+def _times_prior(
+    query: Tensor, key: Tensor, mask: Tensor | float, prior: Tensor, scale: float | None
+) -> Tensor:
+    """softmax(scores) * prior, not renormalised (the Tree Transformer's E = C * A)."""
+    probs = torch.softmax(_scores(query, key, scale) + mask, dim=-1)
+    return probs * prior.to(query.dtype)
+
+
+def _chosen(edit: HeadEdit, n_heads: int) -> list[int]:
+    """The edit's heads as a list, checked against the layer's ``n_heads``."""
+    if min(edit.heads) < 0 or max(edit.heads) >= n_heads:
+        raise ValueError(f"heads {edit.heads}: this layer has heads 0..{n_heads - 1}")
+    return list(edit.heads)
 
 
 def _inverse(order: list[int]) -> list[int]:
