@@ -283,6 +283,143 @@ def test_view_command_writes_the_page_whole_or_not_at_all(runs, tmp_path, monkey
     assert '"task":"parse"' in out.read_text()
 
 
+# -- models on a pretrained backbone -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def backbone_runs(tmp_path_factory):
+    """Tiny classifiers on the tiny random BERT of tests/test_backbone.py, trained on first
+    use (the settings of tests/test_classify_backbone.py)."""
+    from tests.test_backbone import write_tiny_bert
+    from tests.test_classify_backbone import ROWS, settings
+
+    tiny = tmp_path_factory.mktemp("backbone") / "tiny"  # layers are named by the folder
+    tiny.mkdir()
+    write_tiny_bert(tiny)
+    data = tmp_path_factory.mktemp("labeled") / "trees.txt"
+    data.write_text("".join(row + "\n" for row in ROWS * 4), encoding="utf-8")
+    made: dict[str, Path] = {}
+
+    def run(name: str) -> Path:
+        if name not in made:
+            out = tmp_path_factory.mktemp(name) / "run"
+            sets = settings(tiny, data, out, name, "train.epochs=1")
+            assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+            made[name] = out / "best.pt"
+        return made[name]
+
+    return run
+
+
+def _backbone_lines() -> list[str]:
+    from tests.test_classify_backbone import ROWS
+
+    return ROWS  # "unbelievably" is three pieces, "zq" two
+
+
+def _real_layers(saved, example, inputs, syntax=None):
+    """The backbone's hidden states and each layer's edit in the model's own pass over one
+    sentence, syntax made from its tree as ``inject_syntax``'s users make it."""
+    backbone = saved.model.encoder.backbone
+    pieces = inputs.pieces
+    injection = getattr(backbone.encoder, "syntax_injection", None)
+    if injection is not None:
+        trees = None if injection.mechanism == "constituent" else [example.tree]
+        syntax = injection.inputs(trees, pieces.word_of_piece, pieces.pad_mask)
+    with torch.no_grad():
+        states = backbone.hidden_states(pieces, syntax)
+    return backbone, pieces, states, syntax
+
+
+def _literal_word_attention(pieces: torch.Tensor, owner: list[int]) -> torch.Tensor:
+    """(H, p, p) over pieces -> (H, n, n) over words, pair by pair: the sum over the key
+    word's pieces, the mean over the query word's."""
+    n = max(owner) + 1
+    out = torch.zeros(pieces.shape[0], n, n)
+    for i in range(n):
+        rows = [a for a, w in enumerate(owner) if w == i]
+        for j in range(n):
+            cols = [b for b, w in enumerate(owner) if w == j]
+            out[:, i, j] = pieces[:, rows][:, :, cols].sum(-1).mean(-1)
+    return out
+
+
+@pytest.mark.parametrize("name", ["vanilla", "distance"])
+def test_a_backbone_models_word_attention_is_its_layers_piece_attention_over_words(
+    backbone_runs, name
+):
+    lines = _backbone_lines()
+    saved, examples, data = _data(backbone_runs(name), lines)
+    encoded = saved.encode(examples, "<test>")
+    n_layers = len(saved.model.encoder.backbone.encoder.layers)
+    assert data["layers"] == n_layers and data["heads"] == 4
+    assert data["layer_names"] == [f"tiny layer {i}" for i in (1, 2, 3)]
+    assert any("sum over its pieces" in note and "less than 1" in note for note in data["notes"])
+    several = 0
+    for k, sentence in enumerate(data["sentences"]):
+        backbone, pieces, states, syntax = _real_layers(
+            saved, examples[k], encoded.batch([k]).inputs
+        )
+        owner = pieces.word_of_piece[0].tolist()
+        several += len(owner) - 2 > len(examples[k].tokens)
+        allowed = ~pieces.pad_mask[:, None, None, :]
+        for index, layer in enumerate(backbone.encoder.layers):
+            edit = None if syntax is None else syntax(index, states[index])
+            assert (edit is not None) == (name == "distance" and index in (1, 2))
+            with torch.no_grad():
+                piece_weights = layer.attention_weights(states[index], allowed, edit)[0]
+            expected = _literal_word_attention(piece_weights, owner)
+            assert (_stored(sentence, index) - expected).abs().max() <= 0.5 / LEVELS + 1e-6
+            assert (expected.sum(-1) < 1).all()  # [CLS] and [SEP] keep a share
+    assert several  # some word is more than one piece
+
+
+def test_syntax_inside_a_backbone_shows_its_gate_and_constituent_prior(backbone_runs):
+    from treeattn.attention.constituent import constituent_prior
+    from treeattn.attention.distance import local_bias
+    from treeattn.trees.distance import gap_distances
+
+    lines = _backbone_lines()
+    saved, examples, data = _data(backbone_runs("distance"), lines)
+    for example, sentence in zip(examples, data["sentences"], strict=True):
+        (gate,) = sentence["panels"]
+        assert gate["title"] == "local range per word (gate)"
+        assert "heads 1-2" in gate["note"] and "tiny layer 2, tiny layer 3" in gate["note"]
+        gaps = torch.tensor(gap_distances([example.tree]))[None]
+        expected = local_bias(gaps, "hard").exp()[0]
+        assert torch.equal(torch.tensor(gate["values"][0]).view(expected.shape), expected * SCALE)
+        assert not expected.all()  # some word's range is not the whole sentence
+    saved, examples, data = _data(backbone_runs("constituent"), lines)
+    encoded = saved.encode(examples, "<test>")
+    for k, sentence in enumerate(data["sentences"]):
+        links, prior = sentence["panels"]
+        assert links["title"] == "link probabilities a (Tree Transformer)"
+        assert links["rows"] == ["tiny layer 1", "tiny layer 2"]  # layers [0, 1]
+        assert prior["title"] == "constituent prior C" and prior["layers"] == [0, 1]
+        *_, syntax = _real_layers(saved, examples[k], encoded.batch([k]).inputs)
+        n = len(examples[k].tokens)
+        top = torch.tensor(links["values"][0]).view(2, n - 1)[1] / SCALE
+        assert (top - syntax.links[0]).abs().max() <= 0.5 / SCALE + 1e-6  # the top chosen layer's
+        shown = torch.tensor(prior["values"][1]).view(n, n) / SCALE
+        assert (shown - constituent_prior(syntax.links)[0]).abs().max() <= 0.5 / SCALE + 1e-6
+
+
+def test_view_command_writes_the_page_of_a_backbone_classifier(backbone_runs, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(_backbone_lines()) + "\n")
+    out = tmp_path / "page.html"
+    assert main(["view", str(backbone_runs("structured")), str(source), "-o", str(out)]) == 0
+    data = json.loads(re.search(r'id="view-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert data["layer_names"][3:] == ["structured layer 1"] and data["layers"] == 4
+    for sentence in data["sentences"]:
+        assert [len(layer) for layer in sentence["attention"]] == [4, 4, 4, 2]
+        assert sentence["latent"][:3] == [[], [], []] and len(sentence["latent"][3]) == 2
+        (roots,) = sentence["panels"]
+        assert roots["layers"] == [3]  # the structured layer's, above the backbone's three
+    assert main(["view", str(backbone_runs("tree-lstm")), str(source), "-o", str(out)]) == 0
+    assert "the tree-lstm encoder on top of" in out.read_text()
+
+
 # -- in a real browser -------------------------------------------------------------------
 
 
@@ -347,6 +484,38 @@ def test_in_a_browser_clicking_a_word_shows_its_row_of_the_models_attention(
         browser.find_element(By.CSS_SELECTOR, '#sentence-1 svg.tree text.node[data-q="0"]').click()
         for head, shown in _row_shown(browser, 1).items():
             assert shown == pytest.approx(found.attention[0][head, 0].tolist(), abs=CLOSE)
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_in_a_browser_a_backbone_models_layers_come_first_then_the_ones_on_top(
+    backbone_runs, browser, tmp_path
+):
+    from selenium.webdriver.common.by import By
+
+    checkpoint = backbone_runs("hierarchical")  # phrase nodes on top of word-only layers
+    lines = _backbone_lines()
+    saved, examples, _ = _data(checkpoint, lines)
+    assert _open(browser, view_page(checkpoint, lines), tmp_path / "page.html") == []
+    found = capture(saved, saved.encode(examples, "<test>").batch([1]).inputs)
+    n = len(examples[1].tokens)
+    m = found.attention[-1].shape[-1] - n
+    assert m and found.backbone_layers == 3
+    browser.find_elements(By.CSS_SELECTOR, "#sentence-1 svg.tree text.word")[1].click()
+    shown = _row_shown(browser, 1)  # the top layer: the hierarchical one's two heads
+    assert sorted(shown) == [0, 1]
+    for head, values in shown.items():
+        assert values == pytest.approx(found.attention[3][head, m + 1].tolist(), abs=CLOSE)
+    browser.execute_script(
+        "const s = document.getElementById('layer'); s.value = 2;"
+        "s.dispatchEvent(new Event('input'));"
+    )
+    assert "tiny layer 2" in browser.find_element(By.ID, "layer-value").text
+    shown = _row_shown(browser, 1)  # the backbone's: four heads over the words, none on nodes
+    assert sorted(shown) == [0, 1, 2, 3]
+    for head, values in shown.items():
+        expected = [0.0] * m + found.attention[1][head, 1].tolist()
+        assert values == pytest.approx(expected, abs=CLOSE)
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
 

@@ -19,10 +19,15 @@ from treeattn.viz.attention import SHARE_KEYS, attention_share, plot_attention
 from treeattn.viz.trees import draw_tree
 
 
-def layer_weights(encoder: nn.Module, inputs: EncoderInputs) -> list[torch.Tensor]:
+def layer_weights(
+    encoder: nn.Module, inputs: EncoderInputs, words: torch.Tensor | None = None
+) -> list[torch.Tensor]:
     """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves] of a
-    hierarchical ``encoder`` for a typed batch."""
-    _, _, weights = encoder(inputs.tokens, inputs.node_labels, inputs.trees, return_weights=True)
+    hierarchical ``encoder`` for a typed batch; ``words``: the leaves' vectors where a
+    pretrained backbone gives them."""
+    _, _, weights = encoder(
+        inputs.tokens, inputs.node_labels, inputs.trees, return_weights=True, words=words
+    )
     return weights
 
 

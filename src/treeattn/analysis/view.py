@@ -7,6 +7,10 @@ attention layers ask each layer for the probabilities its forward pass mixed val
 trees of structured attention come from the same scores and marginals as in the forward
 pass. The page itself is drawn by ``treeattn.viz.page``, which imports no model.
 
+On a pretrained backbone, every BERT layer's attention over pieces comes first (as words:
+``word_attention``), then the layers on top; syntax injected into the backbone shows the
+gate or the constituent prior of each chosen layer, read off the edit the layer received.
+
 Attention goes to the page as one byte a probability (``LEVELS`` steps, base64 per head),
 the panels' values as integers in thousandths; a page that would still pass ``MAX_BYTES``
 shows fewer heads, then fewer sentences, and says so.
@@ -33,7 +37,10 @@ from treeattn.attention.distance import BIAS, DistanceAttention
 from treeattn.attention.label import LabelAttention
 from treeattn.attention.registry import LAYER
 from treeattn.attention.structured import StructuredAttention, arc_marginals
+from treeattn.models.backbone import Backbone, BertLayer, first_pieces
+from treeattn.models.head_edit import HeadEdit
 from treeattn.models.hierarchical import HierarchicalEncoder
+from treeattn.models.pretrained import BackboneEncoder
 from treeattn.parsing import Parser
 from treeattn.parsing.tree_source import PARSER, TreeSource
 from treeattn.tasks.parse import ParseTask
@@ -71,15 +78,25 @@ def decode_attention(text: str, size: int) -> torch.Tensor:
 
 @dataclass
 class Captured:
-    """One sentence's pass: per layer, attention (H, q, q) and the mechanism's extras."""
+    """One sentence's pass: per layer, attention (H, q, q) and the mechanism's extras.
+    Layers are counted as the page counts them: a backbone's first (``backbone_layers``
+    of them), then the model's own."""
 
     attention: list[torch.Tensor] = field(default_factory=list)
+    backbone_layers: int = 0
     links: list[torch.Tensor] = field(default_factory=list)  # constituent: (n-1,) per layer
     priors: list[torch.Tensor] = field(default_factory=list)  # constituent: (n, n) per layer
+    prior_layers: list[int] = field(default_factory=list)  # constituent: the layer of each
     gates: list[torch.Tensor] = field(default_factory=list)  # distance: (n, n), local layers
-    local_heads: list[int] = field(default_factory=list)  # distance: local heads per layer
+    local_heads: list[list[int]] = field(default_factory=list)  # distance: per local layer
+    gate_layers: list[int] = field(default_factory=list)  # distance: the layer of each gate
     marginals: list[torch.Tensor] = field(default_factory=list)  # structured: (H, n+1, n+1)
     best_heads: list[list[list[int]]] = field(default_factory=list)  # structured: per head
+
+    @property
+    def top_layers(self) -> list[int]:
+        """The page's indices of the model's own layers (above a backbone)."""
+        return list(range(self.backbone_layers, len(self.attention)))
 
 
 def _hook(module: nn.Module, found: Captured):
@@ -89,18 +106,68 @@ def _hook(module: nn.Module, found: Captured):
     def keep(_module: nn.Module, inputs: tuple, _output: Any) -> None:
         x, pad_mask, context = inputs
         found.attention.append(module.attention_weights(x, pad_mask, context)[0])
+        layer = len(found.attention) - 1
         if isinstance(module, ConstituentAttention):
             links = context[LINKS]  # this layer's, a^l
             found.links.append(links[0])
             found.priors.append(constituent_prior(links, module.prior_diagonal)[0])
+            found.prior_layers.append(layer)
         if isinstance(module, DistanceAttention):
             local = module.local_heads_in(context.get(LAYER, 0))
-            found.local_heads.append(local)
             if local:
                 bias = context[(BIAS, module.gate, module.tau)]  # (B, 1, n, n) log gate
                 found.gates.append(bias[0, 0].exp())
+                found.local_heads.append(list(range(local)))
+                found.gate_layers.append(layer)
 
     return keep
+
+
+def word_attention(pieces: torch.Tensor, word_of_piece: torch.Tensor) -> torch.Tensor:
+    """Attention over pieces (H, p, p) as attention over words (H, n, n), as BERT analyses
+    read it: attention to a word is the sum over its pieces, from a word the mean over its
+    pieces; ``[CLS]``, ``[SEP]`` (``word_of_piece`` -1) are left out, so rows sum to the
+    share the words get, at most 1."""
+    n = int(word_of_piece.max()) + 1
+    owner = word_of_piece[:, None] == torch.arange(n, device=word_of_piece.device)
+    owner = owner.to(pieces.dtype)  # (p, n): one 1 a word's piece
+    to_words = pieces @ owner  # (H, p, n)
+    return owner.T @ to_words / owner.sum(0)[:, None]
+
+
+def _bert_hook(found: Captured, word_of_piece: torch.Tensor):
+    """A forward hook (with keywords) on a BERT layer: its attention as words, and the
+    syntax edit it received, as words too (a word's first piece holds its row and
+    column: ``syntax_injection.words_to_pieces``)."""
+    n = int(word_of_piece.max()) + 1
+    first = first_pieces(word_of_piece[None], n)[0]
+
+    def keep(module: BertLayer, args: tuple, kwargs: dict, _output: Any) -> None:
+        bound = {**dict(zip(("states", "allowed", "edit"), args, strict=False)), **kwargs}
+        found.attention.append(word_attention(module.attention_weights(**bound)[0], word_of_piece))
+        edit: HeadEdit | None = bound.get("edit")
+        if edit is None or not edit.heads:
+            return
+        layer = len(found.attention) - 1
+        if edit.bias is not None:  # distance: the log gate
+            found.gates.append(edit.bias[0, 0][first][:, first].exp())
+            found.local_heads.append(list(edit.heads))
+            found.gate_layers.append(layer)
+        else:  # constituent: C, whose first off-diagonal is the links
+            prior = edit.prior[0, 0][first][:, first]
+            found.priors.append(prior)
+            found.links.append(prior.diagonal(1))
+            found.prior_layers.append(layer)
+
+    return keep
+
+
+def _parts(encoder: nn.Module) -> tuple[Backbone | None, nn.Module | None]:
+    """The pretrained backbone under ``encoder`` (None without one) and the encoder of the
+    model's own layers (None for a backbone with nothing on top)."""
+    if isinstance(encoder, BackboneEncoder):
+        return encoder.backbone, encoder.top
+    return None, encoder
 
 
 def _structured_hook(module: StructuredAttention, found: Captured):
@@ -124,28 +191,42 @@ def _structured_hook(module: StructuredAttention, found: Captured):
 def capture(saved: Trained, inputs) -> Captured:
     """Run the encoder of ``saved`` on one sentence's typed batch ``inputs`` (B = 1)."""
     encoder = saved.model.encoder
+    backbone, top = _parts(encoder)
     found = Captured()
-    if isinstance(encoder, HierarchicalEncoder):
-        found.attention = [w[0] for w in layer_weights(encoder, inputs)]
-        return found
-    handles = [
-        m.register_forward_hook(_hook(m, found))
-        for m in encoder.modules()
-        if hasattr(m, "attention_weights")
-    ]
+    handles = []
+    if backbone is not None:
+        keep = _bert_hook(found, inputs.pieces.word_of_piece[0])
+        handles += [
+            layer.register_forward_hook(keep, with_kwargs=True) for layer in backbone.encoder.layers
+        ]
+    own = [] if top is None else list(top.modules())
+    handles += [m.register_forward_hook(_hook(m, found)) for m in own if _attends(m)]
     handles += [
         m.arc_scorer.register_forward_hook(_structured_hook(m, found))
-        for m in encoder.modules()
+        for m in own
         if isinstance(m, StructuredAttention)
     ]
-    if not handles:
+    if not handles and not isinstance(top, HierarchicalEncoder):
         raise ValueError("the model has no attention layer whose weights can be shown")
     try:
-        encoder.encode_inputs(inputs)
+        if isinstance(top, HierarchicalEncoder):  # returns its weights itself
+            words = None
+            if backbone is not None:
+                words = encoder.project(encoder.word_vectors(inputs))
+            found.attention += [w[0] for w in layer_weights(top, inputs, words)]
+        else:
+            encoder.encode_inputs(inputs)
     finally:
         for handle in handles:
             handle.remove()
+    if backbone is not None:
+        found.backbone_layers = len(backbone.encoder.layers)
     return found
+
+
+def _attends(module: nn.Module) -> bool:
+    """Whether ``module`` is a from-scratch attention layer (``_hook`` reads it)."""
+    return hasattr(module, "attention_weights") and not isinstance(module, BertLayer)
 
 
 def tree_json(
@@ -199,59 +280,68 @@ def _panel(
     values,
     note: str = "",
     relative: bool = False,
+    layers: Sequence[int] | None = None,
 ) -> dict:
     """A grid the page draws beside the attention: ``values`` one (rows x cols) tensor, or a
-    list of them, one per layer (then the layer slider picks); colours from 0 to 1, or with
+    list of them, one per layer (then the layer slider picks: ``layers`` are the page's
+    layers they belong to, by default the first ones); colours from 0 to 1, or with
     ``relative`` to the grid's largest value."""
     per_layer = isinstance(values, list)
-    layers = values if per_layer else [values]
+    grids = values if per_layer else [values]
     return {
         "title": title,
         "note": note,
         "rows": list(rows),
         "cols": list(cols),
         "per_layer": per_layer,
+        "layers": list(range(len(grids)) if layers is None else layers),
         "relative": relative,
-        "values": [quantize(v) for v in layers],
+        "values": [quantize(v) for v in grids],
     }
 
 
-def _panels(found: Captured, words: list[str], heads: int) -> list[dict]:
-    """What each mechanism's paper looks at, for one sentence."""
+def _numbers(indices: Sequence[int]) -> str:
+    """0-based indices as the page counts them: "1-3" for a run, else "2, 4"."""
+    shown = [i + 1 for i in indices]
+    if len(shown) > 1 and shown == list(range(shown[0], shown[-1] + 1)):
+        return f"{shown[0]}-{shown[-1]}"
+    return ", ".join(map(str, shown))
+
+
+def _panels(found: Captured, words: list[str], heads: int, names: list[str]) -> list[dict]:
+    """What each mechanism's paper looks at, for one sentence; ``names``: the page's layers."""
     panels = []
     gaps = [f"{a}|{b}" for a, b in zip(words, words[1:], strict=False)]
     if found.links:
-        layers = [f"layer {i + 1}" for i in range(len(found.links))]
         panels.append(
             _panel(
                 "link probabilities a (Tree Transformer)",
-                layers,
+                [names[i] for i in found.prior_layers],
                 gaps,
                 torch.stack(found.links),
                 "how strongly each pair of neighbours belongs to one constituent, per layer; "
                 "links only grow upward",
             )
         )
+        every = "every head's" if found.backbone_layers == 0 else "the chosen heads'"
         panels.append(
             _panel(
                 "constituent prior C",
                 words,
                 words,
                 found.priors,
-                "multiplies every head's attention probabilities in this layer",
+                f"multiplies {every} attention probabilities in this layer",
+                layers=found.prior_layers,
             )
         )
-    if found.local_heads:
-        local = max(found.local_heads)
-        layers = [i + 1 for i, h in enumerate(found.local_heads) if h]
+    if found.gates:
+        # Every local layer has the same local heads (either mechanism's options).
+        in_layers = ", ".join(names[i] for i in found.gate_layers)
         note = (
-            f"heads 1-{local} attend inside each word's syntactic local range in layers "
-            f"{', '.join(map(str, layers))}; the other heads attend everywhere"
-            if local
-            else "no head keeps to a local range in this model"
+            f"heads {_numbers(found.local_heads[0])} attend inside each word's syntactic "
+            f"local range in {in_layers}; the other heads attend everywhere"
         )
-        if found.gates:
-            panels.append(_panel("local range per word (gate)", words, words, found.gates[0], note))
+        panels.append(_panel("local range per word (gate)", words, words, found.gates[0], note))
     if found.marginals:
         roots = [m[:, 0, 1:] for m in found.marginals]  # (H, n) per layer
         head_names = [f"head {h + 1}" for h in range(heads)]
@@ -263,6 +353,7 @@ def _panels(found: Captured, words: list[str], heads: int) -> list[dict]:
                 [r[:heads] for r in roots],
                 "probability that each word hangs from the root; the heat map shows each "
                 "word's parent distribution (the marginals of the latent tree)",
+                layers=found.top_layers,
             )
         )
     return panels
@@ -276,12 +367,19 @@ def _shares(weights: torch.Tensor, m: int) -> torch.Tensor:
     return torch.stack([torch.stack([r, 1 - r]) for r in rows])
 
 
-def sentence_data(saved: Trained, example: LabeledSentence, item, found: Captured, heads: int):
+def sentence_data(
+    saved: Trained,
+    example: LabeledSentence,
+    item,
+    found: Captured,
+    heads: int,
+    names: list[str],
+):
     words = list(example.tokens)
     nodes: list[str] = []
     spans: list[list[int]] = []
     node_index = None
-    if isinstance(saved.model.encoder, HierarchicalEncoder):
+    if isinstance(_parts(saved.model.encoder)[1], HierarchicalEncoder):
         spans, node_index = _model_nodes(item)  # its queries: the phrase nodes, then the words
     tree, first = example.tree, 0
     if tree is None and found.links:  # the Tree Transformer's own tree, read off its links
@@ -297,7 +395,9 @@ def sentence_data(saved: Trained, example: LabeledSentence, item, found: Capture
         "attention": [[encode_attention(h) for h in layer[:heads]] for layer in found.attention],
         "latent": [layer[:heads] for layer in found.best_heads],
     }
-    panels = _panels(found, words, heads)
+    if found.best_heads:  # one entry a layer: none in a backbone's
+        data["latent"] = [[]] * found.backbone_layers + data["latent"]
+    panels = _panels(found, words, heads, names)
     if spans:
         m = len(spans)
         labels = _node_labels(item, saved)
@@ -307,8 +407,9 @@ def sentence_data(saved: Trained, example: LabeledSentence, item, found: Capture
                 "attention on phrase nodes and on words",
                 ["node queries", "word queries"],
                 ["on nodes", "on words"],
-                [_shares(w, m) for w in found.attention],
+                [_shares(found.attention[i], m) for i in found.top_layers],
                 "mean share over heads and queries (Nguyen et al., Table 4)",
+                layers=found.top_layers,
             )
         )
     data["nodes"] = nodes
@@ -450,14 +551,15 @@ def view_data(
     encoded = saved.encode(shown, where)
     items = encoded.sources if translates else encoded.items
     sentences = [_as_sentence(saved, example, encoded) for example in shown]
-    n_heads = saved.cfg.model.n_heads
     batches = [encoded.batch([k]).to(saved.device) for k in range(len(shown))]
     found = [capture(saved, batch.inputs) for batch in batches]
     crossed = [cross_attention(saved, batch) for batch in batches] if translates else []
+    n_heads = max(layer.shape[0] for layer in found[0].attention)
+    names, notes = _layer_names(saved, found[0])
 
     def build(heads: int) -> list[dict]:
         built = [
-            sentence_data(saved, sentence, items[k], found[k], heads)
+            sentence_data(saved, sentence, items[k], found[k], heads, names)
             for k, sentence in enumerate(sentences)
         ]
         for data, (pieces, means), pair in zip(built, crossed, shown, strict=False):
@@ -467,7 +569,6 @@ def view_data(
     heads, kept = _fit(build, min(n_heads, max_heads), max_bytes)
     total = len(shown) if total is None else total
     why = f", to keep the page under {max_bytes / 1e6:.1f} MB"
-    notes = []
     if total > kept:
         cut = why if kept < len(shown) else ""
         notes.append(f"showing the first {kept} of {total} sentences{cut}")
@@ -475,8 +576,38 @@ def view_data(
         cut = why if heads < min(n_heads, max_heads) else ""
         notes.append(f"showing the first {heads} of {n_heads} heads in each layer{cut}")
     shown_data = build(heads)[:kept]
+    injection = getattr(_parts(saved.model.encoder)[0], "encoder", None)
+    injected = getattr(injection, "syntax_injection", None)
+    if injected is not None and max(injected.heads) >= heads:
+        notes.append(
+            f"the {injected.mechanism} heads {_numbers(injected.heads)} are not all among the "
+            f"{heads} heads shown (--max-heads)"
+        )
     about = {"title": title, "source": where, "heads": heads, "notes": notes}
-    return _page_data(about, saved.cfg.model.attention, saved.cfg.task, shown_data)
+    data = _page_data(about, saved.cfg.model.attention, saved.cfg.task, shown_data)
+    return {**data, "layer_names": names}
+
+
+def _layer_names(saved: Trained, found: Captured) -> tuple[list[str], list[str]]:
+    """The page's names of its layers (a backbone's, then the model's own) and what the
+    page says about them."""
+    layers = len(found.attention)
+    backbone = saved.cfg.model.backbone if found.backbone_layers else None
+    if backbone is None:
+        return [f"layer {i + 1}" for i in range(layers)], []
+    name = "MiniLM" if backbone == "minilm" else Path(backbone).name
+    own = saved.cfg.model.attention
+    names = [f"{name} layer {i + 1}" for i in range(found.backbone_layers)]
+    names += [f"{own} layer {i + 1}" for i in range(layers - found.backbone_layers)]
+    notes = [
+        f"{name}'s attention over pieces is shown over words: attention to a word is the sum "
+        "over its pieces, from a word the mean over its pieces; [CLS] and [SEP] are left "
+        "out, so a row sums to less than 1"
+    ]
+    top = _parts(saved.model.encoder)[1]
+    if top is not None and layers == found.backbone_layers:
+        notes.append(f"the {own} encoder on top of {name} has no attention to show")
+    return names, notes
 
 
 @torch.no_grad()

@@ -36,6 +36,11 @@ function labels(sentence) {
   return sentence.nodes.concat(sentence.words);
 }
 
+// A layer by name: a pretrained backbone's come first ("MiniLM layer 3"), then the model's.
+function layerName(layer) {
+  return DATA.layer_names ? DATA.layer_names[layer] : `layer ${layer + 1}`;
+}
+
 // One head's attention (q x k bytes, row by row), decoded from base64 on first use.
 const decoded = new Map();
 function headBytes(s, layer, h) {
@@ -49,15 +54,28 @@ function headBytes(s, layer, h) {
   return decoded.get(key);
 }
 
+// The head a layer shows for the chosen one: the mean (-1) where the layer has fewer heads
+// (a backbone's layers and the layers on top may have different numbers).
+function shownHead(s, layer, head) {
+  return head < DATA.sentences[s].attention[layer].length ? head : -1;
+}
+
 // One query's attention over the keys, in [0, 1]: head h, or the mean over heads (h < 0).
+// A layer over the words only (a backbone's, under phrase nodes) gives the nodes nothing.
 function row(s, layer, head, q) {
   const size = labels(DATA.sentences[s]).length;
   const heads = DATA.sentences[s].attention[layer].length;
+  head = shownHead(s, layer, head);
   const pick = head < 0 ? [...Array(heads).keys()] : [head];
   const out = new Array(size).fill(0);
   for (const h of pick) {
     const bytes = headBytes(s, layer, h);
-    for (let k = 0; k < size; k++) out[k] += bytes[q * size + k] / DATA.levels / pick.length;
+    const side = Math.round(Math.sqrt(bytes.length));
+    const skip = size - side;
+    if (q < skip) continue;
+    for (let k = 0; k < side; k++) {
+      out[skip + k] += bytes[(q - skip) * side + k] / DATA.levels / pick.length;
+    }
   }
   return out;
 }
@@ -152,11 +170,16 @@ function drawLatent(section, s) {
   const root = section.querySelector("svg.tree");
   const group = root.querySelector("g.latent");
   group.replaceChildren();
-  const head = Math.max(state.head, 0);
+  const trees = sentence.latent[state.layer];
   const top = Number(group.dataset.top);
   const label = svg("text", { x: 4, y: top - 6, class: "latent-label" }, group);
-  label.textContent = `latent tree, layer ${state.layer + 1} head ${head + 1}`;
-  drawArcs(group, sentence.latent[state.layer][head], Number(root.dataset.width), top, "latent-arc");
+  if (!trees.length) { // a pretrained backbone's layer, under the structured ones
+    label.textContent = `no latent tree in ${layerName(state.layer)}`;
+    return;
+  }
+  const head = Math.min(Math.max(state.head, 0), trees.length - 1);
+  label.textContent = `latent tree, ${layerName(state.layer)} head ${head + 1}`;
+  drawArcs(group, trees[head], Number(root.dataset.width), top, "latent-arc");
 }
 
 // ---- heat maps ------------------------------------------------------------------------
@@ -216,8 +239,8 @@ function drawHeatmap(section, s) {
   }
   let drawn;
   if (q === null) {
-    const head = state.head;
-    caption.textContent = `layer ${layer + 1}, ${head < 0 ? "mean over heads" : "head " + (head + 1)}: ` +
+    const head = shownHead(s, layer, state.head);
+    caption.textContent = `${layerName(layer)}, ${head < 0 ? "mean over heads" : "head " + (head + 1)}: ` +
       "each row is a query, each column a key; click a word to see where it attends";
     const cell = Math.max(7, Math.min(18, 520 / names.length));
     const rows = names.map((_, r) => row(s, layer, head, r));
@@ -230,7 +253,7 @@ function drawHeatmap(section, s) {
       if (picked !== undefined) select(s, Number(picked));
     });
   } else {
-    caption.textContent = `layer ${layer + 1}: where "${names[q]}" attends, every head and ` +
+    caption.textContent = `${layerName(layer)}: where "${names[q]}" attends, every head and ` +
       "their mean (click it again for the whole map)";
     const order = sentence.attention[layer].map((_, h) => h).concat([-1]);
     const rows = order.map((h) => row(s, layer, h, q));
@@ -263,11 +286,14 @@ function drawPanels(section, s) {
   box.replaceChildren();
   for (const panel of DATA.sentences[s].panels) {
     const div = html("div", { class: "panel" }, box);
-    // A decoder may have fewer layers than the encoder the slider walks: its top one.
-    const layer = panel.per_layer ? Math.min(state.layer, panel.values.length - 1) : 0;
-    html("h3", {}, div, panel.title + (panel.per_layer ? `, layer ${layer + 1}` : ""));
+    // The panel's layer nearest below the slider's (a decoder may have fewer layers than
+    // the encoder, syntax may be in some of a backbone's layers only), else its first.
+    const at = panel.layers || panel.values.map((_, i) => i);
+    const below = at.filter((l) => l <= state.layer).length;
+    const index = panel.per_layer ? Math.max(below - 1, 0) : 0;
+    html("h3", {}, div, panel.title + (panel.per_layer ? `, ${layerName(at[index])}` : ""));
     if (panel.note) html("p", { class: "note" }, div, panel.note);
-    const values = panel.values[layer];
+    const values = panel.values[index];
     const cols = panel.cols.length;
     const small = panel.rows.length * cols <= 16;
     const longest = panel.rows.concat(panel.cols).reduce((a, w) => Math.max(a, w.length), 3);
@@ -301,7 +327,7 @@ function select(s, q) {
 const inView = new Set();
 
 function redraw() {
-  const shown = DATA.layers ? `${state.layer + 1} of ${DATA.layers}` : "none";
+  const shown = DATA.layers ? `${layerName(state.layer)} (${state.layer + 1} of ${DATA.layers})` : "none";
   document.getElementById("layer-value").textContent = shown;
   inView.forEach((s) => drawSentence(s));
 }
