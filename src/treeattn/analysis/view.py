@@ -579,8 +579,9 @@ def view_data(
     injection = getattr(_parts(saved.model.encoder)[0], "encoder", None)
     injected = getattr(injection, "syntax_injection", None)
     if injected is not None and max(injected.heads) >= heads:
+        some = "not all" if min(injected.heads) < heads else "not"
         notes.append(
-            f"the {injected.mechanism} heads {_numbers(injected.heads)} are not all among the "
+            f"the {injected.mechanism} heads {_numbers(injected.heads)} are {some} among the "
             f"{heads} heads shown (--max-heads)"
         )
     about = {"title": title, "source": where, "heads": heads, "notes": notes}
