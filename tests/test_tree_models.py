@@ -130,13 +130,13 @@ def test_evaluation_skips_unlabeled_sentences_and_a_batch_without_labels_adds_no
     ]
     encoded = EncodedSet(examples, Vocab.build([["a", "b"]]), trees(Vocab.build([["X"]])))
 
-    class Constant(torch.nn.Module):  # always predicts class 1
+    class Constant(torch.nn.Module):  # always predicts class 1 of SST-5's five
         def forward(self, inputs, every_node=False):
             B, m = inputs.node_labels.shape
-            logits = torch.tensor([0.0, 1.0])
+            logits = torch.tensor([0.0, 1.0, 0.0, 0.0, 0.0])
             if every_node:
-                return logits.expand(B, m, 2), logits.expand(B, inputs.tokens.shape[1], 2)
-            return logits.expand(B, 2)
+                return logits.expand(B, m, 5), logits.expand(B, inputs.tokens.shape[1], 5)
+            return logits.expand(B, 5)
 
     task = make_task(load_config("configs/sst5-hierarchical.yaml", ["train.eval_max_tokens=100"]))
     result = task.evaluate(Constant(), encoded, torch.device("cpu"))
