@@ -182,6 +182,24 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
         assert str(a.tree) == str(b.tree)
         assert a.dependencies.heads == b.dependencies.heads
         assert a.dependencies.relations == b.dependencies.relations
+    # Keeping fewer tuned layers than trained: the rest load from the source.
+    smaller = checkpoint.save(tmp_path / "top1.safetensors", half=False, keep_layers=1)
+    kept = load_file(str(smaller))
+    assert "backbone.encoder.layers.2.query.weight" in kept
+    assert not any(k.startswith("backbone.encoder.layers.1.") for k in kept)
+    top1 = Parser.load(smaller, device="cpu")
+    assert top1.config.backbone_tune == 1
+    assert torch.equal(
+        top1.model.backbone.encoder.layers[2].query.weight,
+        checkpoint.model.backbone.encoder.layers[2].query.weight,
+    )
+    assert not torch.equal(  # layer 1 trained, and is back to the source's weights
+        top1.model.backbone.encoder.layers[1].query.weight,
+        checkpoint.model.backbone.encoder.layers[1].query.weight,
+    )
+    assert len(top1.parse(sentences, tokenized=True)) == 2
+    with pytest.raises(ValueError, match="keep_layers=3: the backbone tuned 2 of its 3 layers"):
+        checkpoint.save(tmp_path / "top3.safetensors", keep_layers=3)
     # int8 quantizes the parser's own layers and leaves the pretrained ones in float32.
     modules = dict(Parser.load(path, device="cpu", int8=True).model.named_modules())
     assert type(modules["backbone.encoder.layers.2.query"]) is torch.nn.Linear

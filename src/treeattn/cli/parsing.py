@@ -147,6 +147,14 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", help="a best.pt of a parse run")
     p.add_argument("out", help="the .safetensors file to write")
     p.add_argument("--float32", action="store_true", help="keep float32 weights")
+    p.add_argument(
+        "--keep-layers",
+        type=int,
+        metavar="K",
+        help="of a pretrained backbone, write only the top K tuned layers; the others and "
+        "the embeddings load from the backbone's source, as if they had not trained (a "
+        "smaller file; check its accuracy with treeattn evaluate)",
+    )
     p.set_defaults(run=_export)
 
 
@@ -155,7 +163,8 @@ def _export(args: argparse.Namespace) -> int:
 
     if not args.out.endswith(".safetensors"):
         raise ValueError(f"{args.out}: a parser file ends in .safetensors")
-    path = Parser.load(args.checkpoint).save(args.out, half=not args.float32)
+    parser = Parser.load(args.checkpoint)
+    path = parser.save(args.out, half=not args.float32, keep_layers=args.keep_layers)
     print(f"written to {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     return OK
 

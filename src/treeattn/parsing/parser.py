@@ -134,21 +134,26 @@ class Parser:
             model = quantized(model)
         return cls(run_config, vocab, model.to(target), target)
 
-    def save(self, path: str | Path, half: bool = True) -> Path:
+    def save(self, path: str | Path, half: bool = True, keep_layers: int | None = None) -> Path:
         """Write the parser as safetensors (float16 weights with ``half``); returns the path.
         Of a pretrained backbone only what training changed is written (its tuned layers
-        and layer mix), with the sha256 of the weights the rest comes from."""
+        and layer mix), with the sha256 of the weights the rest comes from. ``keep_layers``
+        = k writes only the backbone's top k layers even if more were tuned: the file then
+        loads as a parser that tuned those k alone, the rest from the source (smaller, at
+        the cost in accuracy of undoing the other layers' training)."""
         from safetensors.torch import save_file
 
         dtype = torch.float16 if half else torch.float32
+        run_config = self.run_config
+        keys = _saved_keys(self.model)
+        if keep_layers is not None:
+            run_config, keys = self._keeping(keep_layers, keys)
         state = self.model.state_dict()
-        weights = {
-            k: state[k].detach().to("cpu", dtype).contiguous() for k in _saved_keys(self.model)
-        }
+        weights = {k: state[k].detach().to("cpu", dtype).contiguous() for k in keys}
         meta = {
             "format": FORMAT,
             "version": VERSION,
-            "config": json.dumps(self.run_config, sort_keys=True),
+            "config": json.dumps(run_config, sort_keys=True),
             "task_state": json.dumps(self.vocab.state_dict()),
         }
         if self.model.backbone is not None:
@@ -157,6 +162,26 @@ class Parser:
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file(weights, str(path), metadata=meta)
         return path
+
+    def _keeping(self, layers: int, keys: list[str]) -> tuple[dict[str, Any], list[str]]:
+        """The run config and state keys of this parser with only the top ``layers`` of
+        its backbone kept as trained."""
+        backbone = self.model.backbone
+        if backbone is None:
+            raise ValueError("keep_layers: this parser has no pretrained backbone")
+        n_layers = len(backbone.encoder.layers)
+        if not 0 <= layers <= min(n_layers, backbone.tuned_layers):
+            raise ValueError(
+                f"keep_layers={layers}: the backbone tuned {backbone.tuned_layers} of its "
+                f"{n_layers} layers"
+            )
+        dropped = ("backbone.encoder.embeddings.",) + tuple(
+            f"backbone.encoder.layers.{i}." for i in range(n_layers - layers)
+        )
+        model = {**self.run_config["model"], "backbone_tune": layers}
+        return {**self.run_config, "model": model}, [
+            key for key in keys if not key.startswith(dropped)
+        ]
 
     def words(
         self, sentences: Sequence[str], tokenized: bool = False, where: str = "input"
