@@ -45,7 +45,7 @@ class TrainConfig:
     keep_every: int | None = None  # keep the weights every k updates, as step-K.pt
     log_every: int = 20
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    progress: bool = True
+    progress: bool = True  # a progress bar, on a terminal only
 
 
 @dataclass

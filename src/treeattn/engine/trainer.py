@@ -361,7 +361,8 @@ class Trainer:
             total=len(batches),
             initial=progress.step_in_epoch,
             desc=f"epoch {progress.epoch + 1}{epochs}",
-            disable=not (cfg.train.progress and self.replica.is_main),
+            # None: a bar only on a terminal (a log file gets the epoch lines alone).
+            disable=None if cfg.train.progress and self.replica.is_main else True,
             leave=False,
             dynamic_ncols=True,
             mininterval=1.0,
