@@ -127,12 +127,13 @@ def _tokenizer_from_json(text: str) -> Any:
 
 
 def _from_bytes(
-    files: dict[str, bytes], source: str, sha256: str | None, hint: str
+    files: dict[str, bytes], source: str, sha256: str | None, hint: str, digest: str = ""
 ) -> PretrainedFiles:
+    """The files read; ``digest``: the weights' sha256 where the caller hashed them."""
     from safetensors.torch import load
 
     weights = files["model.safetensors"]
-    digest = hashlib.sha256(weights).hexdigest()
+    digest = digest or hashlib.sha256(weights).hexdigest()
     if sha256 is not None and digest != sha256:
         raise WeightsError(
             f"{source}: model.safetensors has sha256 {digest}, not the pinned {sha256}{hint}"
@@ -167,25 +168,28 @@ def read_archive(
         if missing:
             raise WeightsError(f"{path}: no {', '.join(missing)} in the archive{hint}")
         files = {name: archive.read(name) for name in FILES if name != WEIGHTS}
-        files[WEIGHTS] = _archived_weights(archive, sha256)
-    return _from_bytes(files, str(path), sha256, hint)
+        files[WEIGHTS], digest = _archived_weights(archive, sha256)
+    return _from_bytes(files, str(path), sha256, hint, digest)
 
 
-def _archived_weights(archive: zipfile.ZipFile, sha256: str | None) -> bytes:
-    """The archive's weights. Unpacking them takes half a second, so pinned weights are
-    kept unpacked under ``$TREEATTN_CACHE/weights`` once read, and read from there while
-    their hash is still the pinned one (else unpacked again). The name holds the
-    archive's checksum of the member too: another archive is unpacked, and checked."""
+def _archived_weights(archive: zipfile.ZipFile, sha256: str | None) -> tuple[bytes, str]:
+    """The archive's weights and their sha256. Unpacking them takes half a second, so
+    pinned weights are kept unpacked under ``$TREEATTN_CACHE/weights`` once read, and read
+    from there while their hash is still the pinned one (else unpacked again). The name
+    holds the archive's checksum of the member too: another archive is unpacked, and
+    checked."""
     if sha256 is None:
-        return archive.read(WEIGHTS)
+        weights = archive.read(WEIGHTS)
+        return weights, hashlib.sha256(weights).hexdigest()
     crc = archive.getinfo(WEIGHTS).CRC
     kept = cache_dir() / "weights" / f"{sha256}-{crc:08x}.safetensors"
     if kept.is_file():
         weights = kept.read_bytes()
         if hashlib.sha256(weights).hexdigest() == sha256:
-            return weights
+            return weights, sha256
     weights = archive.read(WEIGHTS)
-    if hashlib.sha256(weights).hexdigest() == sha256:
+    digest = hashlib.sha256(weights).hexdigest()
+    if digest == sha256:
         try:  # a cache that cannot be written only costs the time
             kept.parent.mkdir(parents=True, exist_ok=True)
             partial = kept.with_name(kept.name + f".{os.getpid()}.partial")
@@ -193,7 +197,7 @@ def _archived_weights(archive: zipfile.ZipFile, sha256: str | None) -> bytes:
             os.replace(partial, kept)
         except OSError:
             pass
-    return weights
+    return weights, digest
 
 
 def packaged_archive(distribution: str = MINILM_DISTRIBUTION) -> Path:
