@@ -16,6 +16,7 @@ from treeattn.data.vocab import MASK, PAD, UNK
 from treeattn.parsing import Parser
 from treeattn.parsing.config import ParserConfig
 from treeattn.parsing.examples import ParseExample
+from treeattn.parsing.parser import VERSION
 from treeattn.parsing.vocab import EMPTY, IGNORE, LabelSet, ParserVocab
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
@@ -100,7 +101,7 @@ def test_the_shipped_parser_saved_anew_parses_the_same(tmp_path):
     path = shipped.save(tmp_path / "again.safetensors")
     with safe_open(str(path), "pt") as f:
         meta = f.metadata()
-    assert meta["version"] == "2" and PAD not in json.loads(meta["task_state"])["tags"]
+    assert meta["version"] == VERSION and PAD not in json.loads(meta["task_state"])["tags"]
     again = Parser.load(path, device="cpu")
     for before, after in zip(shipped.parse(sentences), again.parse(sentences), strict=True):
         assert before.tree.to_brackets() == after.tree.to_brackets()

@@ -122,7 +122,7 @@ def test_the_dependency_kind_is_checked(ptb_parser, ud_parser):
 
 
 def test_brackets_and_conllu_of_the_parse_command_agree(ptb_parser, tmp_path, capsys):
-    model = ptb_parser.save(tmp_path / "random.safetensors", half=False)
+    model = ptb_parser.save(tmp_path / "random.safetensors", compact=False)
     text = tmp_path / "in.txt"
     text.write_text("".join(s + "\n" for s in SENTENCES), encoding="utf-8")
     outputs = {}
@@ -173,7 +173,7 @@ def test_a_ud_parser_gives_root_to_its_root_word_alone(ud_parser, tmp_path, caps
         assert (
             deps.metadata["scheme"] == "Universal Dependencies (ud-en-ewt), the parser's own arcs"
         )
-    model = ud_parser.save(tmp_path / "ud.safetensors", half=False)
+    model = ud_parser.save(tmp_path / "ud.safetensors", compact=False)
     text = tmp_path / "in.txt"
     text.write_text("dogs saw cats\n", encoding="utf-8")
     assert main(["parse", str(text), "--model", str(model), "--format", "conllu"]) == 0

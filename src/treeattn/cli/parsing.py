@@ -140,20 +140,15 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export-parser",
         help="write a parse checkpoint as a safetensors parser file",
-        description="Write the weights of a checkpoint of a parse run as safetensors "
-        "(float16 unless --float32), with its config and vocabularies in the metadata: the "
-        "file `treeattn parse --model` and `Parser.load` read.",
+        description="Write a checkpoint of a parse run as a safetensors parser file, the "
+        "file `treeattn parse --model` and `Parser.load` read: its config and vocabularies "
+        "in the metadata, its own weights as float16 and, of a pretrained backbone, only "
+        "what training changed, as int8 changes from the source weights (unless --float32).",
     )
     p.add_argument("checkpoint", help="a best.pt of a parse run")
     p.add_argument("out", help="the .safetensors file to write")
-    p.add_argument("--float32", action="store_true", help="keep float32 weights")
     p.add_argument(
-        "--keep-layers",
-        type=int,
-        metavar="K",
-        help="of a pretrained backbone, write only the top K tuned layers; the others and "
-        "the embeddings load from the backbone's source, as if they had not trained (a "
-        "smaller file; check its accuracy with treeattn evaluate)",
+        "--float32", action="store_true", help="write every weight as float32, as trained"
     )
     p.set_defaults(run=_export)
 
@@ -164,7 +159,7 @@ def _export(args: argparse.Namespace) -> int:
     if not args.out.endswith(".safetensors"):
         raise ValueError(f"{args.out}: a parser file ends in .safetensors")
     parser = Parser.load(args.checkpoint)
-    path = parser.save(args.out, half=not args.float32, keep_layers=args.keep_layers)
+    path = parser.save(args.out, compact=not args.float32)
     print(f"written to {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     return OK
 

@@ -27,6 +27,7 @@ import torch
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import pick_device
+from treeattn.parsing import deltas
 from treeattn.parsing.config import ParserConfig
 from treeattn.parsing.decoding import FROM_TREE, INDEPENDENT, parse_all, training_treebank
 from treeattn.parsing.encoding import ParseSet, encode
@@ -37,8 +38,9 @@ from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
 from treeattn.trees.tokenize import escape, tokenize
 
-# Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both).
-FORMAT, VERSION, READS = "treeattn-parser", "2", ("1", "2")
+# Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both);
+# version 3 may store a tuned backbone's matrices as int8 changes (``deltas``).
+FORMAT, VERSION, READS = "treeattn-parser", "3", ("1", "2", "3")
 RESOURCES = Path(__file__).parent.parent / "resources"
 # The parsers shipped with treeattn, by name; each file has a card (.md) beside it.
 SHIPPED = {
@@ -116,8 +118,9 @@ class Parser:
             raise ValueError(f"{path}: the parser's vocabularies are unreadable: {error}") from None
         model = LabelAttentionParser(config, **vocab.sizes(), backbone_sha256=sha256)
         try:
+            weights = deltas.unpack(weights, model.state_dict())
             missing, unexpected = model.load_state_dict(weights, strict=False)
-        except RuntimeError as error:
+        except (RuntimeError, KeyError, ValueError) as error:
             raise ValueError(f"{path}: the weights do not fit the model: {error}") from None
         # A parser file leaves out the backbone's frozen weights: they came from its source.
         kept = set(_saved_keys(model))
@@ -134,26 +137,28 @@ class Parser:
             model = quantized(model)
         return cls(run_config, vocab, model.to(target), target)
 
-    def save(self, path: str | Path, half: bool = True, keep_layers: int | None = None) -> Path:
-        """Write the parser as safetensors (float16 weights with ``half``); returns the path.
-        Of a pretrained backbone only what training changed is written (its tuned layers
-        and layer mix), with the sha256 of the weights the rest comes from. ``keep_layers``
-        = k writes only the backbone's top k layers even if more were tuned: the file then
-        loads as a parser that tuned those k alone, the rest from the source (smaller, at
-        the cost in accuracy of undoing the other layers' training)."""
+    def save(self, path: str | Path, compact: bool = True) -> Path:
+        """Write the parser as safetensors; returns the path. Of a pretrained backbone only
+        what training changed is written, with the sha256 of the weights the rest comes
+        from. ``compact``: the parser's own weights as float16 and each tuned matrix of the
+        backbone as its int8 change from the source (``deltas``: 0.1 F1 or less, measured
+        in docs/RESULTS.md); without it every weight written is float32, as trained."""
         from safetensors.torch import save_file
 
-        dtype = torch.float16 if half else torch.float32
-        run_config = self.run_config
-        keys = _saved_keys(self.model)
-        if keep_layers is not None:
-            run_config, keys = self._keeping(keep_layers, keys)
+        dtype = torch.float16 if compact else torch.float32
         state = self.model.state_dict()
-        weights = {k: state[k].detach().to("cpu", dtype).contiguous() for k in keys}
+        keys = _saved_keys(self.model)
+        source = self._source_state() if compact else {}
+        weights: dict[str, torch.Tensor] = {}
+        for key in keys:
+            if key in source and state[key].dim() == 2:
+                weights.update(deltas.pack(key, state[key], source[key]))
+            else:
+                weights[key] = state[key].detach().to("cpu", dtype).contiguous()
         meta = {
             "format": FORMAT,
             "version": VERSION,
-            "config": json.dumps(run_config, sort_keys=True),
+            "config": json.dumps(self.run_config, sort_keys=True),
             "task_state": json.dumps(self.vocab.state_dict()),
         }
         if self.model.backbone is not None:
@@ -163,25 +168,16 @@ class Parser:
         save_file(weights, str(path), metadata=meta)
         return path
 
-    def _keeping(self, layers: int, keys: list[str]) -> tuple[dict[str, Any], list[str]]:
-        """The run config and state keys of this parser with only the top ``layers`` of
-        its backbone kept as trained."""
+    def _source_state(self) -> dict[str, torch.Tensor]:
+        """The backbone's weights as its source has them, under this model's state keys
+        (empty without a backbone)."""
         backbone = self.model.backbone
         if backbone is None:
-            raise ValueError("keep_layers: this parser has no pretrained backbone")
-        n_layers = len(backbone.encoder.layers)
-        if not 0 <= layers <= min(n_layers, backbone.tuned_layers):
-            raise ValueError(
-                f"keep_layers={layers}: the backbone tuned {backbone.tuned_layers} of its "
-                f"{n_layers} layers"
-            )
-        dropped = ("backbone.encoder.embeddings.",) + tuple(
-            f"backbone.encoder.layers.{i}." for i in range(n_layers - layers)
-        )
-        model = {**self.run_config["model"], "backbone_tune": layers}
-        return {**self.run_config, "model": model}, [
-            key for key in keys if not key.startswith(dropped)
-        ]
+            return {}
+        from treeattn.models.backbone import from_bert_names, read_pretrained
+
+        files = read_pretrained(self.config.backbone, backbone.sha256)
+        return {f"backbone.encoder.{k}": v for k, v in from_bert_names(files.state).items()}
 
     def words(
         self, sentences: Sequence[str], tokenized: bool = False, where: str = "input"
@@ -336,7 +332,7 @@ def _read_parser_file(
             f"versions {' and '.join(READS)}"
         )
     run_config = json.loads(meta["config"])
-    weights = {k: v.float() for k, v in weights.items()}
+    weights = {k: v.float() if v.is_floating_point() else v for k, v in weights.items()}
     return run_config, json.loads(meta["task_state"]), weights, meta.get("backbone_sha256")
 
 
