@@ -52,3 +52,22 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         # installed, are reported, not asserted).
         ours = [row for row in results["rows"] if row["method"] == "one sentence at a time"]
         assert ours and all(row["agrees"] for row in ours)
+
+
+def test_the_classify_speed_benchmark_compares_runs_with_the_first(tmp_path):
+    from tests.test_engine import TINY
+    from treeattn.cli import main
+
+    runs = []
+    for attention in ("vanilla", "hierarchical"):
+        out = tmp_path / attention
+        sets = [*TINY, "train.epochs=1", f"model.attention={attention}", f"out_dir={out}"]
+        assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+        runs.append(str(out))
+    command = [sys.executable, "-m", "benchmarks.classify_speed", *runs, "--quick"]
+    command += ["--out", str(tmp_path / "results")]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    results = json.loads((tmp_path / "results" / "classify_speed.json").read_text())
+    assert [row["run"] for row in results["speed"]] == ["vanilla", "hierarchical"]
+    table = (tmp_path / "results" / "classify_speed.md").read_text()
+    assert "| vanilla |" in table and " 1.00 |" in table
