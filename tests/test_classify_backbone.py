@@ -261,3 +261,28 @@ def test_the_backbone_passes_syntax_as_its_encoder_does(tiny_dir, mechanism, tun
     for mine, expected in zip(ours, theirs, strict=True):
         torch.testing.assert_close(mine, expected, atol=0, rtol=0)
     assert not torch.allclose(ours[-1], plain[-1])  # the syntax changed something
+
+
+@pytest.mark.parametrize("name", ["hierarchical", "tree-lstm"])
+def test_phrase_labels_reach_every_node_of_a_tree_model_on_a_backbone(shared_data, tiny_dir, name):
+    cfg = load_config(
+        None,
+        [
+            "task=classify",
+            "data.name=sst5",
+            "data.phrase_level=true",
+            f"model.backbone={tiny_dir}",
+            f"model.attention={name}",
+            *MECHANISMS[name],
+        ],
+    )
+    task = make_task(cfg)
+    examples, where = task.read("train")
+    task.fit(examples)
+    model = task.build_model()
+    short = [ex for ex in examples if len(ex.tokens) <= 4][:3]  # the tiny BERT's 24 positions
+    batch = task.encode(short, where).batch([0, 1, 2])
+    assert batch.node_targets is not None and int((batch.node_targets >= 0).sum()) > 3
+    task.loss(model, batch).backward()
+    query = model.encoder.backbone.encoder.layers[-1].query.weight
+    assert query.grad is not None and float(query.grad.abs().sum()) > 0
