@@ -286,3 +286,34 @@ def test_phrase_labels_reach_every_node_of_a_tree_model_on_a_backbone(shared_dat
     task.loss(model, batch).backward()
     query = model.encoder.backbone.encoder.layers[-1].query.weight
     assert query.grad is not None and float(query.grad.abs().sum()) > 0
+
+
+def test_a_model_trained_on_gold_trees_is_scored_on_the_parsers(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "sst.txt"
+    path.write_text("".join(row + "\n" for row in SST), encoding="utf-8")
+    overrides = ["data.name=sst5", "model.attention=tree-lstm", "data.phrase_level=true"]
+    task = make_task(load_config(None, overrides))
+    gold, _ = task.read(str(path))
+    task.use_trees("parser")
+    parsed, _ = task.read(str(path))
+    expected, _ = make_task(load_config(None, [*overrides[:2], "data.trees=parser"])).read(
+        str(path)
+    )
+    assert [str(ex.tree) for ex in parsed] == [str(ex.tree) for ex in expected]
+    assert [str(ex.tree) for ex in parsed] != [str(ex.tree) for ex in gold]
+    task.use_trees("gold")
+    assert [str(ex.tree) for ex in task.read(str(path))[0]] == [str(ex.tree) for ex in gold]
+    plain = make_task(load_config(None, ["data.name=sst5", "model.attention=vanilla"]))
+    with pytest.raises(ValueError, match="--trees: a vanilla model on sst5 has no trees"):
+        plain.use_trees("parser")
+
+
+def test_evaluate_refuses_trees_for_a_model_without_them(tmp_path, capsys):
+    from tests.test_engine import TINY
+
+    sets = [*TINY, "train.max_updates=2", "train.epochs=null", f"out_dir={tmp_path}"]
+    assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "best.pt"), "test", "--trees", "parser"]) == 2
+    assert "--trees: a vanilla model on listops has no trees to choose" in capsys.readouterr().err

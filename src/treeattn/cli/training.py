@@ -61,6 +61,12 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("data", help="split name or file")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.add_argument(
+        "--trees",
+        choices=("gold", "parser"),
+        help="classify on SST, a model that reads trees: score it on SST's own trees or "
+        "on the shipped parser's trees of the same words (default: those it trained on)",
+    )
     p.set_defaults(run=_evaluate)
 
 
@@ -68,6 +74,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
+    if args.trees is not None:
+        if not hasattr(trained.task, "use_trees"):
+            raise ValueError(f"--trees: a {trained.cfg.task} model reads no trees to choose")
+        trained.task.use_trees(args.trees)
     if args.json:
         print(json.dumps(trained.evaluate(args.data), indent=2))
     else:

@@ -164,6 +164,21 @@ class ClassifyTask(Task):
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 
+    def use_trees(self, source: str) -> None:
+        """From now on read the data set's own trees (``gold``) or the parser's of its
+        words (``parser``), whichever the model trained on: a model that reads trees is
+        scored on either."""
+        settings = self.dataset.settings
+        if not self._entry.needs_trees or not hasattr(settings, "trees"):
+            raise ValueError(
+                f"--trees: a {self.cfg.model.attention} model on {self.cfg.data.name} has "
+                "no trees to choose"
+            )
+        # Phrase labels belong to the gold trees and to training, never to a score.
+        changed = replace(settings, trees=source, phrase_level=False)
+        type(self.dataset).check(changed, "--trees")
+        self.dataset.settings = changed
+
     def _parser_trees(self, sentences: list[list[str]], where: str, cache: bool) -> list[Tree]:
         """The parser's trees of ``sentences`` (``parser_path``; default: the shipped
         model), made like the training trees (``training_tree``); with ``cache``, kept
