@@ -141,8 +141,8 @@ class Parser:
         """Write the parser as safetensors; returns the path. Of a pretrained backbone only
         what training changed is written, with the sha256 of the weights the rest comes
         from. ``compact``: the parser's own weights as float16 and each tuned matrix of the
-        backbone as its int8 change from the source (``deltas``: 0.1 F1 or less, measured
-        in docs/RESULTS.md); without it every weight written is float32, as trained."""
+        backbone as its int8 change from the source (``deltas``; the scores stay the
+        checkpoint's, docs/RESULTS.md); without it every weight written is float32, as trained."""
         from safetensors.torch import save_file
 
         dtype = torch.float16 if compact else torch.float32
