@@ -149,6 +149,7 @@ def test_invalid_settings_are_refused_before_any_work():
         ("data.train_size=0", "data.train_size must be at least 1"),
         ("model.n_heads=3", "not divisible by model.n_heads=3"),
         ("model.dropout=1.5", "model.dropout=1.5 is out of range"),
+        ("train.precision=float16", "train.precision='float16'; use float32 or bfloat16"),
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             load_config(None, [override])
@@ -246,3 +247,25 @@ def test_evaluating_restores_the_mode_even_when_the_block_raises():
     with evaluating(model):
         pass
     assert not model.training
+
+
+def test_bfloat16_training_multiplies_in_bfloat16_and_keeps_float32_weights(tmp_path):
+    from treeattn.engine.distributed import Replica
+    from treeattn.engine.trainer import Trainer
+    from treeattn.tasks import make_task
+
+    seen = {"train": set(), "eval": set()}
+
+    def record(module, inputs, output):
+        seen["train" if module.training else "eval"].add(output.dtype)
+
+    cfg = tiny_config(tmp_path, "train.precision=bfloat16", "train.epochs=1")
+    trainer = Trainer(make_task(cfg), Replica(0, 1, torch.device("cpu")))
+    for module in trainer.model.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.register_forward_hook(record)
+    results = trainer.run()
+    assert results["finished"] and 0 <= results["test_accuracy"] <= 100
+    assert seen == {"train": {torch.bfloat16}, "eval": {torch.float32}}
+    weights = load_checkpoint(tmp_path / "best.pt")["model"]
+    assert {w.dtype for w in weights.values() if w.is_floating_point()} == {torch.float32}

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 SCHEDULES = ("linear", "inverse_sqrt")
+PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass
@@ -45,6 +46,9 @@ class TrainConfig:
     keep_every: int | None = None  # keep the weights every k updates, as step-K.pt
     log_every: int = 20
     device: str = "auto"  # auto | cpu | cuda | cuda:N
+    # float32, or bfloat16: the training forward pass under autocast (matrix products in
+    # bfloat16; the weights, gradients, optimizer and evaluation stay float32)
+    precision: str = "float32"
     progress: bool = True  # a progress bar, on a terminal only
 
 
@@ -86,6 +90,10 @@ class Config:
         if t.schedule not in SCHEDULES:
             raise ValueError(
                 f"{where}: train.schedule={t.schedule!r}; use {' or '.join(SCHEDULES)}"
+            )
+        if t.precision not in PRECISIONS:
+            raise ValueError(
+                f"{where}: train.precision={t.precision!r}; use {' or '.join(PRECISIONS)}"
             )
         if t.schedule == "inverse_sqrt" and t.warmup_steps < 1:
             raise ValueError(f"{where}: train.schedule=inverse_sqrt needs train.warmup_steps >= 1")

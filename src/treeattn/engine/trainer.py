@@ -369,10 +369,12 @@ class Trainer:
         )
         started = time.perf_counter()
         stopped = False
+        bfloat16 = cfg.train.precision == "bfloat16"
         for indices in batches[progress.step_in_epoch :]:
             batch = self.train_set.batch(indices).to(self.replica.device)
             self.optimizer.zero_grad(set_to_none=True)
-            loss = self.task.loss(self.net, batch)
+            with torch.autocast(self.replica.device.type, torch.bfloat16, enabled=bfloat16):
+                loss = self.task.loss(self.net, batch)
             loss.backward()
             nn.utils.clip_grad_norm_(self.model.parameters(), cfg.train.clip_norm)
             self.optimizer.step()
