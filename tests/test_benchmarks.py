@@ -71,3 +71,12 @@ def test_the_classify_speed_benchmark_compares_runs_with_the_first(tmp_path):
     assert [row["run"] for row in results["speed"]] == ["vanilla", "hierarchical"]
     table = (tmp_path / "results" / "classify_speed.md").read_text()
     assert "| vanilla |" in table and " 1.00 |" in table
+
+
+def test_the_precision_benchmark_times_both_on_a_config(tmp_path):
+    command = [sys.executable, "-m", "benchmarks.precision", "configs/listops.yaml", "--quick"]
+    command += ["--out", str(tmp_path)]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    results = json.loads((tmp_path / "precision.json").read_text())
+    assert set(results["times"]) == {"float32", "bfloat16"}
+    assert all(loss > 0 for loss in results["first_loss"].values())
