@@ -67,10 +67,29 @@ def test_train_then_evaluate_a_split_and_a_file(tmp_path, capsys):
     del config["model"]["attention_dropout"], config["train"]["eval_each_epoch"]
     (older / "config.json").write_text(json.dumps(config))
     assert main(["report", str(run), str(older)]) == 0
-    config["train"]["lr"] *= 2
+    # Another learning rate is another configuration: a line each, and what differs.
+    lr = config["train"]["lr"]
+    config["train"]["lr"] = lr * 2
     (older / "config.json").write_text(json.dumps(config))
-    assert main(["report", str(run), str(older)]) == 2
-    assert "differ in more than seed and out_dir" in capsys.readouterr().err
+    capsys.readouterr()
+    plot = tmp_path / "scores.png"
+    assert main(["report", str(run), str(older), str(run), "--plot", str(plot)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "configuration",
+        "seeds",
+        "dev",
+        "accuracy",
+        "test",
+        "accuracy",
+        "train",
+        "s",
+    ]
+    assert lines[2].split()[:2] == ["run", "1,1"] and lines[3].split()[:2] == ["older", "1"]
+    assert f"older: train.lr {lr * 2} ({lr})" in lines[-2]
+    assert lines[-1] == f"written to {plot}" and plot.read_bytes()[:4] == b"\x89PNG"
+    assert main(["report", str(run), str(older), "--plot", str(plot), "--score", "bleu"]) == 2
+    assert "--score bleu: the runs report dev_accuracy, test_accuracy" in capsys.readouterr().err
 
 
 def test_errors_are_reported_without_a_traceback(tmp_path, capsys):

@@ -138,20 +138,42 @@ def _predict(args: argparse.Namespace) -> int:
 def add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="summarise finished runs (mean ± std over seeds)",
+        help="summarise finished runs (mean ± std over seeds), configurations side by side",
         description="Print each run's scores (its task's metrics on the splits scored at the "
         "end: dev and test accuracy, perplexity, ...) and their mean ± sample standard "
-        "deviation, e.g. over the seeds of one configuration.",
+        "deviation, e.g. over the seeds of one configuration. Runs of several "
+        "configurations (differing in more than seed and out_dir) give one line per "
+        "configuration, named by its first run's folder without a trailing seed number, "
+        "and the settings in which each differs from the first.",
     )
     p.add_argument("runs", nargs="+", help="run folders holding results.json")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw each configuration's runs and mean ± sd into an image (.png, .svg, .pdf)",
+    )
+    p.add_argument(
+        "--score",
+        help="the score to plot, as results.json names it (default: the first test score)",
+    )
     p.set_defaults(run=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from treeattn.engine.report import format_report
+    from treeattn.engine.report import format_report, group_runs, score_names
     from treeattn.tasks import config_from_dict
 
-    print(format_report(args.runs, lambda raw: config_from_dict(raw).to_dict()))
+    groups = group_runs(args.runs, lambda raw: config_from_dict(raw).to_dict())
+    print(format_report(groups))
+    if args.plot:
+        from treeattn.viz.scores import plot_scores
+
+        names = score_names(groups[0].runs[0])
+        score = args.score or next((n for n in names if n.startswith("test_")), names[0])
+        if score not in names:
+            raise ValueError(f"--score {score}: the runs report {', '.join(names)}")
+        scores = [(g.name, g.values(score)) for g in groups]
+        print(f"written to {plot_scores(scores, score.replace('_', ' '), args.plot)}")
     return OK
 
 

@@ -1,11 +1,14 @@
 """Summaries of finished runs: each run's scores, and their mean and standard deviation over
-seeds. The scores are whatever the task reported (``<split>_<metric>`` in results.json)."""
+seeds; runs of several configurations side by side, one line each. The scores are whatever
+the task reported (``<split>_<metric>`` in results.json)."""
 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +50,81 @@ def _column(name: str) -> str:
     return name.replace("_", " ")
 
 
-def format_report(
+def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _name(run_dir: str) -> str:
+    """A configuration's name: its first run's folder without a trailing seed number
+    (``runs/sst5-vanilla-s2`` -> ``sst5-vanilla``)."""
+    name = Path(run_dir).name
+    return re.sub(r"[-_.](s|seed)?\d+$", "", name) or name
+
+
+@dataclass
+class Configuration:
+    """Runs of one configuration (they differ in seed and out_dir alone)."""
+
+    name: str
+    setup: dict[str, Any]
+    runs: list[dict[str, Any]]
+
+    def values(self, score: str) -> list[float]:
+        return [run[score] for run in self.runs]
+
+
+def group_runs(
     run_dirs: list[str | Path], complete: Callable[[dict], dict] = lambda config: config
-) -> str:
-    """One line per run, then mean ± sample standard deviation over the runs. ``complete``
+) -> list[Configuration]:
+    """Finished runs grouped by configuration, in the order first given. ``complete``
     fills in the defaults a saved config may lack (one saved before a key existed), so
-    that runs of one configuration compare equal."""
-    runs = [load_run(d) for d in run_dirs]
-    setup = _setup(complete(runs[0]["config"]))
-    for r in runs[1:]:
-        if _setup(complete(r["config"])) != setup:
-            raise ValueError(
-                f"{r['run']} and {runs[0]['run']} differ in more than seed and out_dir; "
-                "summarise one configuration at a time"
-            )
+    that runs of one configuration compare equal. Runs whose task reports other scores
+    are refused: their numbers do not share columns."""
+    groups: list[Configuration] = []
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        setup = _setup(complete(run["config"]))
+        same = [g for g in groups if g.setup == setup]
+        if same:
+            same[0].runs.append(run)
+        else:
+            groups.append(Configuration(_name(run["run"]), setup, [run]))
+    first = groups[0].runs[0]
+    for group in groups:
+        for run in group.runs:
+            if score_names(run) != score_names(first):
+                raise ValueError(
+                    f"{run['run']} reports {', '.join(score_names(run))}, {first['run']} "
+                    f"{', '.join(score_names(first))}: report runs of one task together"
+                )
+    names = [g.name for g in groups]
+    for index, group in enumerate(groups):
+        if names.count(group.name) > 1:
+            group.name = f"{group.name} ({index + 1})"
+    return groups
+
+
+def differences(reference: Configuration, other: Configuration) -> str:
+    """The settings in which ``other`` differs from ``reference``: ``key value (was)``."""
+    before, after = _flat(reference.setup), _flat(other.setup)
+    keys = [k for k in after if before.get(k, "-") != after[k]]
+    keys += [k for k in before if k not in after]
+    return ", ".join(f"{k} {after.get(k, '-')} ({before.get(k, '-')})" for k in keys)
+
+
+def format_report(groups: list[Configuration]) -> str:
+    """Runs of one configuration (``group_runs``): one line per run, then mean ± sample
+    standard deviation over the runs. Of several: one line per configuration
+    (``format_comparison``)."""
+    if len(groups) > 1:
+        return format_comparison(groups)
+    runs = groups[0].runs
     scores = [name for name in score_names(runs[0]) if name != "run"]
     widths = [max(8, len(name)) for name in scores]
     header = f"{'run':<32} {'seed':>4} " + " ".join(
@@ -75,4 +139,34 @@ def format_report(
     for name in scores:
         lines.append(f"{_column(name):<14} {mean_std([r[name] for r in runs])}")
     lines.append(f"{'parameters':<14} {runs[0]['params']:,}")
+    return "\n".join(lines)
+
+
+def format_comparison(groups: list[Configuration]) -> str:
+    """One line per configuration: its seeds, each score's mean ± sample standard
+    deviation over them and the mean training seconds; then how each configuration's
+    settings differ from the first's."""
+    scores = score_names(groups[0].runs[0])
+    name_width = max(13, *(len(g.name) for g in groups))
+    cells = {
+        g.name: [mean_std(g.values(score)) for score in scores]
+        + [f"{statistics.mean(g.values('train_seconds')):.0f}"]
+        for g in groups
+    }
+    widths = [
+        max(len(title), *(len(cells[g.name][i]) for g in groups))
+        for i, title in enumerate([*map(_column, scores), "train s"])
+    ]
+    seeds = {g.name: ",".join(str(r["config"]["seed"]) for r in g.runs) for g in groups}
+    seed_width = max(5, *(len(s) for s in seeds.values()))
+    header = f"{'configuration':<{name_width}} {'seeds':>{seed_width}} " + " ".join(
+        f"{title:>{w}}" for title, w in zip([*map(_column, scores), "train s"], widths, strict=True)
+    )
+    lines = [header, "-" * len(header)]
+    for g in groups:
+        row = " ".join(f"{cell:>{w}}" for cell, w in zip(cells[g.name], widths, strict=True))
+        lines.append(f"{g.name:<{name_width}} {seeds[g.name]:>{seed_width}} {row}")
+    lines.append("-" * len(header))
+    lines.append(f"settings against {groups[0].name}:")
+    lines.extend(f"  {g.name}: {differences(groups[0], g)}" for g in groups[1:])
     return "\n".join(lines)

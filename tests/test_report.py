@@ -1,0 +1,73 @@
+"""Run summaries: runs grouped by configuration, mean ± sd, the settings that differ."""
+
+import json
+
+import pytest
+
+from treeattn.engine.report import format_report, group_runs
+from treeattn.viz.scores import plot_scores
+
+
+def _run(root, name, seed, test, lr=1e-3, scores=None):
+    folder = root / name
+    folder.mkdir()
+    config = {"task": "classify", "seed": seed, "out_dir": str(folder), "train": {"lr": lr}}
+    results = {"finished": True, "params": 10, "train_seconds": 60.0 * seed, "best_epoch": 0}
+    results.update(scores or {"dev_accuracy": test - 1, "test_accuracy": test})
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "results.json").write_text(json.dumps(results))
+    return folder
+
+
+def test_runs_group_by_configuration_in_the_order_given(tmp_path):
+    runs = [
+        _run(tmp_path, "plain-s1", 1, 50.0),
+        _run(tmp_path, "fast-s1", 1, 47.0, lr=2e-3),
+        _run(tmp_path, "plain-s2", 2, 52.0),
+        _run(tmp_path, "fast-seed2", 2, 49.0, lr=2e-3),
+    ]
+    groups = group_runs(runs)
+    assert [(g.name, g.values("test_accuracy")) for g in groups] == [
+        ("plain", [50.0, 52.0]),
+        ("fast", [47.0, 49.0]),
+    ]
+    lines = format_report(groups).splitlines()
+    # mean ± sample sd: sqrt(((50 - 51)^2 + (52 - 51)^2) / 1) = 1.41
+    assert lines[2].split() == ["plain", "1,2", "50.00", "±", "1.41", "51.00", "±", "1.41", "90"]
+    assert lines[3].split() == ["fast", "1,2", "47.00", "±", "1.41", "48.00", "±", "1.41", "90"]
+    assert lines[-1] == "  fast: train.lr 0.002 (0.001)"
+
+
+def test_one_configuration_lists_each_run(tmp_path):
+    runs = [_run(tmp_path, "a-s1", 1, 50.0), _run(tmp_path, "a-s2", 2, 52.0)]
+    report = format_report(group_runs(runs))
+    assert "test accuracy  51.00 ± 1.41" in report
+    assert sum(str(tmp_path / "a-s") in line for line in report.splitlines()) == 2
+
+
+def test_configurations_that_share_a_name_are_told_apart(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    runs = [_run(tmp_path / "x", "run", 1, 50.0), _run(tmp_path / "y", "run", 1, 47.0, lr=2)]
+    assert [g.name for g in group_runs(runs)] == ["run (1)", "run (2)"]
+
+
+def test_runs_of_tasks_with_other_scores_are_refused(tmp_path):
+    runs = [
+        _run(tmp_path, "sst-s1", 1, 50.0),
+        _run(tmp_path, "ptb-s1", 1, 0.0, lr=2, scores={"dev_f1": 88.0, "test_f1": 89.0}),
+    ]
+    with pytest.raises(ValueError, match="report runs of one task together"):
+        group_runs(runs)
+
+
+def test_a_plot_is_written_whole_or_not_at_all(tmp_path):
+    path = plot_scores(
+        [("plain", [50.0, 52.0]), ("tree", [51.0])], "test accuracy", tmp_path / "a.svg"
+    )
+    assert path.read_text().lstrip().startswith("<?xml") and list(tmp_path.iterdir()) == [path]
+    with pytest.raises(ValueError, match="does not exist"):
+        plot_scores([("plain", [50.0])], "test accuracy", tmp_path / "missing" / "a.png")
+    with pytest.raises(ValueError, match="at least one run"):
+        plot_scores([("plain", [])], "test accuracy", tmp_path / "b.png")
+    assert list(tmp_path.iterdir()) == [path]
