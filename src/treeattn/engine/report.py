@@ -115,7 +115,12 @@ def differences(reference: Configuration, other: Configuration) -> str:
     before, after = _flat(reference.setup), _flat(other.setup)
     keys = [k for k in after if before.get(k, "-") != after[k]]
     keys += [k for k in before if k not in after]
-    return ", ".join(f"{k} {after.get(k, '-')} ({before.get(k, '-')})" for k in keys)
+
+    def shown(flat: dict[str, Any], key: str) -> str:  # as a config file writes it
+        value = flat.get(key, "-")
+        return value if isinstance(value, str) else json.dumps(value)
+
+    return ", ".join(f"{k} {shown(after, k)} ({shown(before, k)})" for k in keys)
 
 
 def format_report(groups: list[Configuration]) -> str:
