@@ -62,7 +62,7 @@ def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _name(run_dir: str) -> str:
     """A configuration's name: its first run's folder without a trailing seed number
-    (``runs/sst5-vanilla-s2`` -> ``sst5-vanilla``)."""
+    (``runs/small-lr-s2`` -> ``small-lr``)."""
     name = Path(run_dir).name
     return re.sub(r"[-_.](s|seed)?\d+$", "", name) or name
 
