@@ -4,14 +4,15 @@ import json
 
 import pytest
 
-from treeattn.engine.report import format_report, group_runs
+from treeattn.engine.report import differences, format_report, group_runs
 from treeattn.viz.scores import plot_scores
 
 
-def _run(root, name, seed, test, lr=1e-3, scores=None):
+def _run(root, name, seed, test, lr=1e-3, scores=None, model=None):
     folder = root / name
     folder.mkdir()
     config = {"task": "classify", "seed": seed, "out_dir": str(folder), "train": {"lr": lr}}
+    config["model"] = model or {}
     results = {"finished": True, "params": 10, "train_seconds": 60.0 * seed, "best_epoch": 0}
     results.update(scores or {"dev_accuracy": test - 1, "test_accuracy": test})
     (folder / "config.json").write_text(json.dumps(config))
@@ -36,6 +37,13 @@ def test_runs_group_by_configuration_in_the_order_given(tmp_path):
     assert lines[2].split() == ["plain", "1,2", "50.00", "±", "1.41", "51.00", "±", "1.41", "90"]
     assert lines[3].split() == ["fast", "1,2", "47.00", "±", "1.41", "48.00", "±", "1.41", "90"]
     assert lines[-1] == "  fast: train.lr 0.002 (0.001)"
+
+
+def test_differing_settings_read_as_a_config_file_writes_them(tmp_path):
+    plain = _run(tmp_path, "plain-s1", 1, 50.0, model={"tied": False})
+    masked = _run(tmp_path, "masked-s1", 1, 51.0, model={"tied": True, "layers": [4, 5]})
+    reference, other = group_runs([plain, masked])
+    assert differences(reference, other) == "model.tied true (false), model.layers [4, 5] (-)"
 
 
 def test_one_configuration_lists_each_run(tmp_path):
