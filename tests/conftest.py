@@ -1,7 +1,13 @@
+import os
+
 import pytest
 from hypothesis import settings
 
 from treeattn.data.paths import data_dir
+
+# Nothing is fetched in the tests: transformers and its hub stay offline.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 # No per-example deadline: a property holds or fails whatever the machine's load; the
 # tests measure no time.
