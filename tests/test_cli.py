@@ -264,9 +264,9 @@ def test_mechanisms_lists_the_registry(capsys):
         assert main(["mechanisms"]) == 0
         assert "  listed-later " in capsys.readouterr().out
     finally:
-        from treeattn.attention import registry
+        from treeattn.attention.registry import unregister
 
-        del registry._MECHANISMS["listed-later"], registry._READS["listed-later"]
+        unregister("listed-later")
 
 
 def test_the_show_example_of_the_help_names_a_file_that_exists(capsys, shared_data):

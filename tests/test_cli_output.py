@@ -10,18 +10,14 @@ import pytest
 
 from treeattn.analysis import hierarchical
 from treeattn.analysis.hierarchical import AttentionShares, CrossAttentionShares, LayerShares
-from treeattn.analysis.induction import (
-    CurvePoint,
-    InductionCurve,
-    score_variants,
-    spans_to_tree,
-    word_mask,
-)
+from treeattn.analysis.induction_curve import CurvePoint, InductionCurve
+from treeattn.analysis.induction_scores import score_variants
 from treeattn.analysis.label_heads import LabelHeads, SpanContributions
 from treeattn.analysis.latent_trees import latent_tree_table
 from treeattn.cli import main
-from treeattn.metrics.unsupervised import UnsupervisedF1
+from treeattn.metrics.unsupervised import UnsupervisedF1, word_mask
 from treeattn.trees import Tree
+from treeattn.trees.induction import spans_to_tree
 
 CROSS_ATTENTION = """\
 val: 12 sentences, 345 target words
@@ -173,7 +169,7 @@ def test_induction_scores():
 
 @pytest.mark.parametrize("variant", ["tree", ""])
 def test_an_unknown_variant_is_refused_before_any_work(variant):
-    from treeattn.analysis.induction import induce_ptb
+    from treeattn.analysis.induction_scores import induce_ptb
 
     with pytest.raises(ValueError, match="unknown induction variant"):
         induce_ptb(None, "test", None, variant)  # type: ignore[arg-type]

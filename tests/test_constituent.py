@@ -13,13 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from treeattn.analysis.induction import (
-    VARIANTS,
-    gold_links,
-    induce_spans,
-    score_induction,
-    spans_to_tree,
-)
+from treeattn.analysis.induction_scores import score_induction
 from treeattn.attention.constituent import (
     LINKS,
     ConstituentAttention,
@@ -34,6 +28,7 @@ from treeattn.models.inputs import EncoderInputs
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.tasks.mlm import IGNORE, Masking, mask_tokens
 from treeattn.trees import Tree
+from treeattn.trees.induction import VARIANTS, gold_links, induce_spans, spans_to_tree
 from treeattn.trees.transforms import remove_punctuation
 
 DTYPE = torch.float64

@@ -94,4 +94,4 @@ def test_latent_trees_command_refuses_other_models(tmp_path, capsys):
     assert main(["train", *(i for o in TINY for i in ("--set", o)), "--set", f"out_dir={run}"]) == 0
     capsys.readouterr()
     assert main(["latent-trees", str(run / "best.pt")]) == 2
-    assert "need a structured model" in capsys.readouterr().err
+    assert "needs a model whose mechanism supports it (structured)" in capsys.readouterr().err

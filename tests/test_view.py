@@ -15,21 +15,21 @@ import torch
 from tests.browser import headless_chromium
 from tests.test_backbone import CONFIG as BERT_CONFIG
 from tests.test_engine import TINY
+from treeattn.analysis.capture import capture
 from treeattn.analysis.view import (
     LEVELS,
     SCALE,
-    capture,
     decode_attention,
     view_data,
     view_page,
 )
 from treeattn.attention.constituent import LINKS, ConstituentAttention
 from treeattn.attention.distance import GAPS, DistanceAttention
+from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.registry import LAYER
 from treeattn.attention.vanilla import VanillaSelfAttention, merge_heads, split_heads
 from treeattn.cli import main
 from treeattn.models.backbone import BertConfig, BertLayer
-from treeattn.models.head_edit import HeadEdit
 from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import load_trained
@@ -324,7 +324,7 @@ def _real_layers(saved, example, inputs, syntax=None):
     pieces = inputs.pieces
     injection = getattr(backbone.encoder, "syntax_injection", None)
     if injection is not None:
-        trees = None if injection.mechanism == "constituent" else [example.tree]
+        trees = [example.tree] if injection.reads else None
         syntax = injection.inputs(trees, pieces.word_of_piece, pieces.pad_mask)
     with torch.no_grad():
         states = backbone.hidden_states(pieces, syntax)
@@ -399,9 +399,13 @@ def test_syntax_inside_a_backbone_shows_its_gate_and_constituent_prior(backbone_
         *_, syntax = _real_layers(saved, examples[k], encoded.batch([k]).inputs)
         n = len(examples[k].tokens)
         top = torch.tensor(links["values"][0]).view(2, n - 1)[1] / SCALE
-        assert (top - syntax.links[0]).abs().max() <= 0.5 / SCALE + 1e-6  # the top chosen layer's
+        assert (
+            top - syntax.passing["links"][0]
+        ).abs().max() <= 0.5 / SCALE + 1e-6  # the top chosen layer's
         shown = torch.tensor(prior["values"][1]).view(n, n) / SCALE
-        assert (shown - constituent_prior(syntax.links)[0]).abs().max() <= 0.5 / SCALE + 1e-6
+        assert (
+            shown - constituent_prior(syntax.passing["links"])[0]
+        ).abs().max() <= 0.5 / SCALE + 1e-6
 
 
 def test_view_command_writes_the_page_of_a_backbone_classifier(backbone_runs, tmp_path):

@@ -1,14 +1,21 @@
 """A mechanism that reads constituency trees, registered in this one file: each word's
-vector is mixed with the mean of its ancestors' label embeddings. It is here to show
-(and test) that a new mechanism needs no change under ``treeattn/tasks``
-(docs/MECHANISMS.md walks through it)."""
+vector is mixed with the mean of its ancestors' label embeddings, and inside a pretrained
+encoder chosen heads attend less to words whose common ancestor lies higher in the tree.
+It is here to show (and test) that a new mechanism, with everything it can do (a whole
+encoder, an edit of a pretrained encoder's heads, what the viewer draws, its description),
+needs no change anywhere else in the package (docs/MECHANISMS.md walks through it)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from treeattn.attention.registry import Reads
+from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
+from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
+from treeattn.attention.registry import Capabilities, Reads
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.registry import (
     TOKENS,
@@ -50,6 +57,63 @@ class AncestorMeanEncoder(nn.Module):
         return torch.tanh(self.mix(torch.cat([words, self.scale * mean], -1)))
 
 
+def common_ancestor_heights(gaps: torch.Tensor) -> torch.Tensor:
+    """(B, n-1) gap distances -> (B, n, n): for words i and j, the widest gap between them,
+    the height of their lowest common ancestor in the binarized tree (0 on the diagonal)."""
+    n = gaps.shape[1] + 1
+    # heights[b, i, j] for j > i: the running maximum of gaps i..j-1, rightward from i.
+    rows = gaps[:, None, :].expand(-1, n, -1)
+    starts = torch.arange(n, device=gaps.device)[:, None] <= torch.arange(n - 1, device=gaps.device)
+    upper = rows.masked_fill(~starts, 0).cummax(-1).values  # [b, i, k]: gaps i..k
+    heights = torch.zeros(gaps.shape[0], n, n, dtype=gaps.dtype, device=gaps.device)
+    heights[:, :, 1:] = upper
+    heights = heights.triu(1)
+    return heights + heights.mT
+
+
+class AncestorInjection(SyntaxInjection):
+    """The chosen heads' scores lose ``scale`` times the height of the two words' lowest
+    common ancestor: words that meet lower in the tree attend more to each other."""
+
+    name = NAME
+    reads = frozenset({Reads.GAPS})
+
+    def __init__(
+        self,
+        layers: Sequence[int],
+        heads: Sequence[int],
+        n_layers: int,
+        n_heads: int,
+        d_model: int,
+        scale: float = 0.5,
+    ) -> None:
+        super().__init__(layers, heads, n_layers, n_heads, d_model)
+        self.scale = float(scale)
+
+    def prepare(self, gaps: torch.Tensor | None, inputs: SyntaxInputs) -> dict:
+        words = -self.scale * common_ancestor_heights(gaps).to(torch.float32)
+        return {
+            "bias": words_to_pieces(words, inputs.word_of_piece, inputs.pad_mask, 0.0, -torch.inf)
+        }
+
+    def edit(self, layer: int, states: torch.Tensor, inputs: SyntaxInputs) -> HeadEdit:
+        return HeadEdit(self.heads, bias=inputs.prepared["bias"])
+
+    def inspect(self, edit: HeadEdit, first_piece: torch.Tensor) -> dict:
+        return {"bias": word_values(edit.bias, first_piece)}
+
+
+class AncestorView(MechanismView):
+    """The bias of the chosen heads, one grid per layer that has it."""
+
+    def panels(self, captured: Captures, sentence: SentenceView) -> list[Panel]:
+        layers = [layer for layer, _ in captured]
+        grids = [(-found["bias"][0]).clamp(max=10) / 10 for _, found in captured]
+        words = sentence.words
+        note = "how much the chosen heads' scores lose, in tenths (common ancestors' height)"
+        return [Panel("ancestor bias", words, words, grids, note, layers=layers)]
+
+
 def build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> AncestorMeanEncoder:
     return AncestorMeanEncoder(vocab_size, node_vocab_size, m.d_model, **m.attention_options)
 
@@ -62,6 +126,11 @@ ENTRY = EncoderEntry(
     build,
     output=TOKENS,
     has_attention=False,
+    capabilities=Capabilities(
+        "each word beside the mean of its ancestors' labels",
+        injection=AncestorInjection,
+        view=AncestorView(),
+    ),
 )
 
 

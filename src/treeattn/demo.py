@@ -12,7 +12,7 @@ from typing import Any
 
 from treeattn.engine.report import score_names
 from treeattn.engine.trainer import train
-from treeattn.models.registry import encoder_names as model_names
+from treeattn.models.registry import encoder_entry, encoder_names
 from treeattn.tasks import load_config, make_task
 
 # The demo's ListOps and training settings, the same for every mechanism, chosen on dev
@@ -31,16 +31,14 @@ SETTINGS = (
     "train.lr=4e-3",
 )
 
-# What each mechanism is, and what it reads of an expression's tree ("gold": the
-# bracketing of the expression; "latent": a structure it learns itself; "none").
-DESCRIPTIONS = {
-    "vanilla": ("none", "the plain Transformer: scaled dot-product self-attention"),
-    "constituent": ("latent", "Tree Transformer: attention times a learned constituent prior"),
-    "distance": ("gold", "2 of 4 heads kept inside each token's range in the bracketing"),
-    "structured": ("latent", "attention weights are a latent dependency tree's marginals"),
-    "hierarchical": ("gold", "the tree's nodes attend over their subtrees (accumulation)"),
-    "tree-lstm": ("gold", "binary Tree-LSTM composing each node from its two children"),
-}
+
+def tree_kind(name: str) -> str:
+    """What a mechanism reads of an expression's tree: "gold" (its bracketing), "latent" (a
+    structure it learns itself) or "none"."""
+    entry = encoder_entry(name)
+    if entry.needs_trees:
+        return "gold"
+    return "latent" if entry.capabilities.latent else "none"
 
 
 def format_table(rows: dict[str, dict[str, Any]]) -> str:
@@ -54,7 +52,7 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
     header = f"{'model':<14} {'tree':<6} {'params':>9} {columns} {'train s':>8}  what it is"
     lines = [header, "-" * len(header)]
     for name, r in rows.items():
-        reads, what = DESCRIPTIONS.get(name, ("?", ""))
+        reads, what = tree_kind(name), encoder_entry(name).capabilities.description
         values = " ".join(f"{r[key]:>{w}.2f}" for key, w in zip(scores, widths, strict=True))
         lines.append(
             f"{name:<14} {reads:<6} {r['params']:>9,} {values} {r['train_seconds']:>8.1f}  {what}"
@@ -70,7 +68,7 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
 def run_demo(out: Path, overrides: list[str] = ()) -> dict[str, dict[str, Any]]:
     """Train each mechanism from scratch with the demo's (ListOps) configuration."""
     rows: dict[str, dict[str, Any]] = {}
-    for name in model_names():
+    for name in encoder_names():
         settings = [*SETTINGS, *overrides, f"model.attention={name}", f"out_dir={out / name}"]
         cfg = load_config(None, settings)
         print(f"== {name} ==", flush=True)

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 
+from treeattn.analysis.loading import load_for
+from treeattn.attention.registry import ATTENTION_SHARES
 from treeattn.data.batching import bucket_batches
-from treeattn.models.inputs import EncoderInputs
+from treeattn.models.registry import encoder_entry, encoder_names
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees.lnr import to_lnr
@@ -19,26 +20,9 @@ from treeattn.viz.attention import SHARE_KEYS, attention_share, plot_attention
 from treeattn.viz.trees import draw_tree
 
 
-def layer_weights(
-    encoder: nn.Module, inputs: EncoderInputs, words: torch.Tensor | None = None
-) -> list[torch.Tensor]:
-    """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves] of a
-    hierarchical ``encoder`` for a typed batch; ``words``: the leaves' vectors where a
-    pretrained backbone gives them."""
-    _, _, weights = encoder(
-        inputs.tokens, inputs.node_labels, inputs.trees, return_weights=True, words=words
-    )
-    return weights
-
-
 def load_hierarchical(checkpoint: str | Path, device: str = "auto") -> Trained:
-    saved = load_trained(checkpoint, device)
-    if saved.cfg.model.attention != "hierarchical":
-        raise ValueError(
-            f"{checkpoint}: attention maps need a hierarchical model, "
-            f"not {saved.cfg.model.attention!r}"
-        )
-    return saved
+    """A trained model whose mechanism attends over phrase nodes (``ATTENTION_SHARES``)."""
+    return load_for(checkpoint, ATTENTION_SHARES, device)
 
 
 @dataclass(frozen=True)
@@ -77,7 +61,7 @@ def attention_shares(
         node_pad, leaf_pad = trees.node_pad_mask, trees.leaf_pad_mask
         node_mask = torch.cat([torch.ones_like(node_pad), torch.zeros_like(leaf_pad)], 1)
         share = attention_share(
-            layer_weights(saved.model.encoder, batch.inputs),
+            saved.model.encoder.layer_weights(batch.inputs),
             node_mask,
             torch.cat([node_pad, leaf_pad], 1),
         )
@@ -108,7 +92,7 @@ def draw_sentence(
     example = examples[index - 1]
     encoded = saved.encode([example], f"{where}: sentence {index}")
     batch = encoded.batch([0]).to(saved.device)
-    weights = layer_weights(saved.model.encoder, batch.inputs)
+    weights = saved.model.encoder.layer_weights(batch.inputs)
     if not -len(weights) <= layer < len(weights):
         raise ValueError(f"layer {layer} does not exist; the model has {len(weights)}")
     lnr = to_lnr(example.tree)
@@ -160,6 +144,11 @@ class CrossAttentionShares:
         return "\n".join(lines)
 
 
+def tree_encoders() -> list[str]:
+    """The encoders a translation decoder reads as leaves and phrase nodes."""
+    return [name for name in encoder_names() if encoder_entry(name).module.cross_attends == "tree"]
+
+
 @torch.no_grad()
 def cross_attention_shares(checkpoint: str | Path, source: str) -> CrossAttentionShares:
     """For a translation model with the hierarchical encoder: per decoder layer, the mean
@@ -168,11 +157,12 @@ def cross_attention_shares(checkpoint: str | Path, source: str) -> CrossAttentio
     the mean percentage of nodes among the keys each word sees (uniform attention's share).
     """
     saved = load_trained(checkpoint)
-    if saved.cfg.task != "translate" or saved.cfg.model.attention != "hierarchical":
+    name = saved.cfg.model.attention
+    if saved.cfg.task != "translate" or encoder_entry(name).module.cross_attends != "tree":
         raise ValueError(
-            f"{checkpoint}: cross-attention on phrase nodes needs a translation model with "
-            f"the hierarchical encoder, not a {saved.cfg.task} model with "
-            f"{saved.cfg.model.attention!r}"
+            f"{checkpoint}: cross-attention on phrase nodes needs a translation model whose "
+            f"encoder gives phrase nodes ({' or '.join(tree_encoders())}), not a "
+            f"{saved.cfg.task} model with {name!r}"
         )
     pairs, where = saved.read(source)
     data = saved.encode(pairs, where)

@@ -16,21 +16,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from treeattn.attention.structured import StructuredAttention
+from treeattn.analysis.capture import layer_captures
+from treeattn.analysis.loading import load_for
+from treeattn.attention.registry import LATENT_TREES
 from treeattn.data.batching import bucket_batches
-from treeattn.structs import Eisner, arcs_to_heads, best_heads
 from treeattn.tasks.sentences import LabeledSentence
-from treeattn.tasks.trained import Trained, load_trained
+from treeattn.tasks.trained import Trained
 from treeattn.trees.dependency import DependencyTree, read_conllu, write_conllu
 
 
 def load_structured(checkpoint: str, device: str = "auto") -> Trained:
-    saved = load_trained(checkpoint, device)
-    if saved.cfg.model.attention != "structured":
-        raise ValueError(
-            f"{checkpoint}: latent trees need a structured model, not {saved.cfg.model.attention!r}"
-        )
-    return saved
+    """A trained model whose mechanism has latent trees (``LATENT_TREES``)."""
+    return load_for(checkpoint, LATENT_TREES, device)
 
 
 def tree_depth(heads: Sequence[int]) -> int:
@@ -60,54 +57,28 @@ def tree_statistics(trees: Sequence[Sequence[int]]) -> dict[str, float]:
     }
 
 
-def decode_heads(scores: torch.Tensor, lengths: torch.Tensor, structure: str) -> torch.Tensor:
-    """Heads (B, n+1) of the best tree of each item (-1 at the root and padding) for arc
-    scores (B, n+1, n+1), in the family of trees ``structure`` names."""
-    if structure == "projective":
-        return arcs_to_heads(Eisner(scores, lengths).argmax, lengths)
-    return best_heads(scores, lengths)
-
-
 @torch.no_grad()
 def latent_trees(
     saved: Trained, examples: list[LabeledSentence], where: str
 ) -> list[list[list[list[int]]]]:
     """``trees[layer][head][k]``: the heads of sentence k's best latent tree (``examples``
     order), as ``DependencyTree.heads`` (0 = root)."""
-    layers = [m for m in saved.model.modules() if isinstance(m, StructuredAttention)]
-    if not layers:
-        raise ValueError(f"{where}: the model has no structured attention layer")
-    captured: list[torch.Tensor] = []
-    hooks = [
-        layer.arc_scorer.register_forward_hook(lambda _m, _i, out: captured.append(out))
-        for layer in layers
-    ]
     encoded = saved.encode(examples, where)
     trees: list[list[list[list[int] | None]]] = []
-    try:
-        for indices in bucket_batches(
-            encoded.lengths, saved.cfg.train.eval_max_tokens, shuffle=False
-        ):
-            batch = encoded.batch(indices).to(saved.device)
-            captured.clear()
-            saved.model(batch.inputs)
-            lengths = (~batch.inputs.pad_mask).sum(1)
-            for layer, scores in enumerate(captured):
-                b, n_heads, size, _ = scores.shape
-                heads = decode_heads(
-                    scores.reshape(b * n_heads, size, size),
-                    lengths.repeat_interleave(n_heads),
-                    layers[layer].structure,
-                )
-                heads = heads.view(b, n_heads, size).tolist()
-                if len(trees) <= layer:
-                    trees.append([[None] * len(examples) for _ in range(n_heads)])
-                for row, k in enumerate(indices):
-                    for head in range(n_heads):
-                        trees[layer][head][k] = heads[row][head][1 : int(lengths[row]) + 1]
-    finally:
-        for hook in hooks:
-            hook.remove()
+    for indices in bucket_batches(encoded.lengths, saved.cfg.train.eval_max_tokens, shuffle=False):
+        batch = encoded.batch(indices).to(saved.device)
+        found = layer_captures(saved.model, lambda batch=batch: saved.model(batch.inputs))
+        found = [captured["best_heads"] for captured in found if "best_heads" in captured]
+        if not found:
+            raise ValueError(f"{where}: the model has no layer with latent trees")
+        lengths = (~batch.inputs.pad_mask).sum(1)
+        for layer, heads in enumerate(found):  # (B, H, n+1) each head's best tree
+            heads = heads.tolist()
+            if len(trees) <= layer:
+                trees.append([[None] * len(examples) for _ in range(len(heads[0]))])
+            for row, k in enumerate(indices):
+                for head, tree in enumerate(heads[row]):
+                    trees[layer][head][k] = tree[1 : int(lengths[row]) + 1]
     return trees
 
 

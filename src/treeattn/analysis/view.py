@@ -1,15 +1,14 @@
 """What ``treeattn view`` shows of a trained model, as plain data: for a few sentences,
 their trees, every layer and head's attention, and what each mechanism's paper looks at.
 
-The attention is read, not recomputed differently: forward hooks on the model's own
-attention layers ask each layer for the probabilities its forward pass mixed values with
-(``attention_weights``), the hierarchical encoder returns its weights itself, and the latent
-trees of structured attention come from the same scores and marginals as in the forward
-pass. The page itself is drawn by ``treeattn.viz.page``, which imports no model.
+The attention and what each mechanism shows beside it are read off the forward pass
+(``analysis.capture``); the panels, a tree the model induced and latent trees are the
+mechanism's to draw (its ``MechanismView``), so that this module names no mechanism. The
+page itself is drawn by ``treeattn.viz.page``, which imports no model.
 
-On a pretrained backbone, every BERT layer's attention over pieces comes first (as words:
-``word_attention``), then the layers on top; syntax injected into the backbone shows the
-gate or the constituent prior of each chosen layer, read off the edit the layer received.
+On a pretrained backbone, every BERT layer's attention over pieces comes first (as words),
+then the layers on top; syntax injected into the backbone shows what its mechanism reads
+off the edit each chosen layer received.
 
 Attention goes to the page as one byte a probability (``LEVELS`` steps, base64 per head),
 the panels' values as integers in thousandths; a page that would still pass ``MAX_BYTES``
@@ -21,26 +20,19 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
-from treeattn.analysis.hierarchical import layer_weights
-from treeattn.analysis.induction import trees_from_links, uses_start_token
+from treeattn.analysis.capture import Captured, capture, mechanism_view, parts
+from treeattn.analysis.induction import uses_start_token
 from treeattn.analysis.label_heads import label_head_contributions
-from treeattn.analysis.latent_trees import decode_heads
-from treeattn.attention.constituent import LINKS, ConstituentAttention, constituent_prior
-from treeattn.attention.distance import BIAS, DistanceAttention
+from treeattn.attention.inspection import MechanismView, Panel, SentenceView, head_numbers
 from treeattn.attention.label import LabelAttention
-from treeattn.attention.registry import LAYER
-from treeattn.attention.structured import StructuredAttention, arc_marginals
-from treeattn.models.backbone import Backbone, BertLayer, first_pieces
-from treeattn.models.head_edit import HeadEdit
-from treeattn.models.hierarchical import HierarchicalEncoder
-from treeattn.models.pretrained import BackboneEncoder
+from treeattn.attention.registry import capabilities_of
+from treeattn.models.registry import TREE, encoder_entry
 from treeattn.parsing import Parser
 from treeattn.parsing.tree_source import PARSER, TreeSource
 from treeattn.tasks.parse import ParseTask
@@ -74,159 +66,6 @@ def decode_attention(text: str, size: int) -> torch.Tensor:
     """``encode_attention``'s inverse: (size, size) probabilities to 1 / (2 LEVELS)."""
     levels = torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
     return levels.view(size, size).float() / LEVELS
-
-
-@dataclass
-class Captured:
-    """One sentence's pass: per layer, attention (H, q, q) and the mechanism's extras.
-    Layers are counted as the page counts them: a backbone's first (``backbone_layers``
-    of them), then the model's own."""
-
-    attention: list[torch.Tensor] = field(default_factory=list)
-    backbone_layers: int = 0
-    links: list[torch.Tensor] = field(default_factory=list)  # constituent: (n-1,) per layer
-    priors: list[torch.Tensor] = field(default_factory=list)  # constituent: (n, n) per layer
-    prior_layers: list[int] = field(default_factory=list)  # constituent: the layer of each
-    gates: list[torch.Tensor] = field(default_factory=list)  # distance: (n, n), local layers
-    local_heads: list[list[int]] = field(default_factory=list)  # distance: per local layer
-    gate_layers: list[int] = field(default_factory=list)  # distance: the layer of each gate
-    marginals: list[torch.Tensor] = field(default_factory=list)  # structured: (H, n+1, n+1)
-    best_heads: list[list[list[int]]] = field(default_factory=list)  # structured: per head
-
-    @property
-    def top_layers(self) -> list[int]:
-        """The page's indices of the model's own layers (above a backbone)."""
-        return list(range(self.backbone_layers, len(self.attention)))
-
-
-def _hook(module: nn.Module, found: Captured):
-    """A forward hook that keeps what ``module`` attended with in this pass; the forward
-    pass itself is untouched."""
-
-    def keep(_module: nn.Module, inputs: tuple, _output: Any) -> None:
-        x, pad_mask, context = inputs
-        found.attention.append(module.attention_weights(x, pad_mask, context)[0])
-        layer = len(found.attention) - 1
-        if isinstance(module, ConstituentAttention):
-            links = context[LINKS]  # this layer's, a^l
-            found.links.append(links[0])
-            found.priors.append(constituent_prior(links, module.prior_diagonal)[0])
-            found.prior_layers.append(layer)
-        if isinstance(module, DistanceAttention):
-            local = module.local_heads_in(context.get(LAYER, 0))
-            if local:
-                bias = context[(BIAS, module.gate, module.tau)]  # (B, 1, n, n) log gate
-                found.gates.append(bias[0, 0].exp())
-                found.local_heads.append(list(range(local)))
-                found.gate_layers.append(layer)
-
-    return keep
-
-
-def word_attention(pieces: torch.Tensor, word_of_piece: torch.Tensor) -> torch.Tensor:
-    """Attention over pieces (H, p, p) as attention over words (H, n, n), as BERT analyses
-    read it: attention to a word is the sum over its pieces, from a word the mean over its
-    pieces; ``[CLS]``, ``[SEP]`` (``word_of_piece`` -1) are left out, so rows sum to the
-    share the words get, at most 1."""
-    n = int(word_of_piece.max()) + 1
-    owner = word_of_piece[:, None] == torch.arange(n, device=word_of_piece.device)
-    owner = owner.to(pieces.dtype)  # (p, n): one 1 a word's piece
-    to_words = pieces @ owner  # (H, p, n)
-    return owner.T @ to_words / owner.sum(0)[:, None]
-
-
-def _bert_hook(found: Captured, word_of_piece: torch.Tensor):
-    """A forward hook (with keywords) on a BERT layer: its attention as words, and the
-    syntax edit it received, as words too (a word's first piece holds its row and
-    column: ``syntax_injection.words_to_pieces``)."""
-    n = int(word_of_piece.max()) + 1
-    first = first_pieces(word_of_piece[None], n)[0]
-
-    def keep(module: BertLayer, args: tuple, kwargs: dict, _output: Any) -> None:
-        bound = {**dict(zip(("states", "allowed", "edit"), args, strict=False)), **kwargs}
-        found.attention.append(word_attention(module.attention_weights(**bound)[0], word_of_piece))
-        edit: HeadEdit | None = bound.get("edit")
-        if edit is None or not edit.heads:
-            return
-        layer = len(found.attention) - 1
-        if edit.bias is not None:  # distance: the log gate
-            found.gates.append(edit.bias[0, 0][first][:, first].exp())
-            found.local_heads.append(list(edit.heads))
-            found.gate_layers.append(layer)
-        else:  # constituent: C, whose first off-diagonal is the links
-            prior = edit.prior[0, 0][first][:, first]
-            found.priors.append(prior)
-            found.links.append(prior.diagonal(1))
-            found.prior_layers.append(layer)
-
-    return keep
-
-
-def _parts(encoder: nn.Module) -> tuple[Backbone | None, nn.Module | None]:
-    """The pretrained backbone under ``encoder`` (None without one) and the encoder of the
-    model's own layers (None for a backbone with nothing on top)."""
-    if isinstance(encoder, BackboneEncoder):
-        return encoder.backbone, encoder.top
-    return None, encoder
-
-
-def _structured_hook(module: StructuredAttention, found: Captured):
-    """A forward hook on ``module``'s arc scorer: the marginals its layer attends with (the
-    same function of the same scores) and each head's best tree."""
-
-    def keep(_module: nn.Module, _inputs: tuple, scores: torch.Tensor) -> None:
-        size = scores.shape[-1]
-        lengths = torch.tensor([size - 1], device=scores.device)
-        marginals = arc_marginals(scores, lengths, module.structure)[0]  # (H, n+1, n+1)
-        found.marginals.append(marginals)
-        # Each word's parent distribution over the words: column i of the arcs.
-        found.attention.append(marginals[:, 1:, 1:].transpose(-1, -2))
-        best = decode_heads(scores[0], lengths.expand(scores.shape[1]), module.structure)
-        found.best_heads.append([row[1:] for row in best.tolist()])
-
-    return keep
-
-
-@torch.no_grad()
-def capture(saved: Trained, inputs) -> Captured:
-    """Run the encoder of ``saved`` on one sentence's typed batch ``inputs`` (B = 1)."""
-    encoder = saved.model.encoder
-    backbone, top = _parts(encoder)
-    found = Captured()
-    handles = []
-    if backbone is not None:
-        keep = _bert_hook(found, inputs.pieces.word_of_piece[0])
-        handles += [
-            layer.register_forward_hook(keep, with_kwargs=True) for layer in backbone.encoder.layers
-        ]
-    own = [] if top is None else list(top.modules())
-    handles += [m.register_forward_hook(_hook(m, found)) for m in own if _attends(m)]
-    handles += [
-        m.arc_scorer.register_forward_hook(_structured_hook(m, found))
-        for m in own
-        if isinstance(m, StructuredAttention)
-    ]
-    if not handles and not isinstance(top, HierarchicalEncoder):
-        raise ValueError("the model has no attention layer whose weights can be shown")
-    try:
-        if isinstance(top, HierarchicalEncoder):  # returns its weights itself
-            words = None
-            if backbone is not None:
-                words = encoder.project(encoder.word_vectors(inputs))
-            found.attention += [w[0] for w in layer_weights(top, inputs, words)]
-        else:
-            encoder.encode_inputs(inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    if backbone is not None:
-        found.backbone_layers = len(backbone.encoder.layers)
-    return found
-
-
-def _attends(module: nn.Module) -> bool:
-    """Whether ``module`` is a from-scratch attention layer (``_hook`` reads it)."""
-    return hasattr(module, "attention_weights") and not isinstance(module, BertLayer)
 
 
 def tree_json(
@@ -300,71 +139,11 @@ def _panel(
     }
 
 
-def _numbers(indices: Sequence[int]) -> str:
-    """0-based indices as the page counts them: "1-3" for a run, else "2, 4"."""
-    shown = [i + 1 for i in indices]
-    if len(shown) > 1 and shown == list(range(shown[0], shown[-1] + 1)):
-        return f"{shown[0]}-{shown[-1]}"
-    return ", ".join(map(str, shown))
-
-
-def _panels(found: Captured, words: list[str], heads: int, names: list[str]) -> list[dict]:
-    """What each mechanism's paper looks at, for one sentence; ``names``: the page's layers."""
-    panels = []
-    gaps = [f"{a}|{b}" for a, b in zip(words, words[1:], strict=False)]
-    if found.links:
-        panels.append(
-            _panel(
-                "link probabilities a (Tree Transformer)",
-                [names[i] for i in found.prior_layers],
-                gaps,
-                torch.stack(found.links),
-                "how strongly each pair of neighbours belongs to one constituent, per layer; "
-                "links only grow upward",
-            )
-        )
-        every = "every head's" if found.backbone_layers == 0 else "the chosen heads'"
-        panels.append(
-            _panel(
-                "constituent prior C",
-                words,
-                words,
-                found.priors,
-                f"multiplies {every} attention probabilities in this layer",
-                layers=found.prior_layers,
-            )
-        )
-    if found.gates:
-        # Every local layer has the same local heads (either mechanism's options).
-        in_layers = ", ".join(names[i] for i in found.gate_layers)
-        note = (
-            f"heads {_numbers(found.local_heads[0])} attend inside each word's syntactic "
-            f"local range in {in_layers}; the other heads attend everywhere"
-        )
-        panels.append(_panel("local range per word (gate)", words, words, found.gates[0], note))
-    if found.marginals:
-        roots = [m[:, 0, 1:] for m in found.marginals]  # (H, n) per layer
-        head_names = [f"head {h + 1}" for h in range(heads)]
-        panels.append(
-            _panel(
-                "latent tree: root marginals",
-                head_names,
-                words,
-                [r[:heads] for r in roots],
-                "probability that each word hangs from the root; the heat map shows each "
-                "word's parent distribution (the marginals of the latent tree)",
-                layers=found.top_layers,
-            )
-        )
-    return panels
-
-
-def _shares(weights: torch.Tensor, m: int) -> torch.Tensor:
-    """(2, 2) mean share of node and leaf queries' attention on nodes and on leaves, over
-    heads, from one layer's weights (H, m + n, m + n) of one sentence."""
-    on_nodes = weights[..., :m].sum(-1).mean(0)  # (q,)
-    rows = [on_nodes[:m].mean(), on_nodes[m:].mean()]
-    return torch.stack([torch.stack([r, 1 - r]) for r in rows])
+def _panel_data(panel: Panel) -> dict:
+    """A mechanism's ``Panel`` as the page reads it."""
+    return _panel(
+        panel.title, panel.rows, panel.cols, panel.values, panel.note, panel.relative, panel.layers
+    )
 
 
 def sentence_data(
@@ -374,44 +153,34 @@ def sentence_data(
     found: Captured,
     heads: int,
     names: list[str],
+    view: MechanismView,
 ):
     words = list(example.tokens)
     nodes: list[str] = []
     spans: list[list[int]] = []
     node_index = None
-    if isinstance(_parts(saved.model.encoder)[1], HierarchicalEncoder):
+    if encoder_entry(saved.cfg.model.attention).output == TREE:
         spans, node_index = _model_nodes(item)  # its queries: the phrase nodes, then the words
     tree, first = example.tree, 0
-    if tree is None and found.links:  # the Tree Transformer's own tree, read off its links
-        first = int(uses_start_token(saved))  # over the words: a start token's link dropped
-        links = [torch.stack(found.links)[:, first:].cpu().numpy()]
-        tree = trees_from_links([words[first:]], links)[0]
+    if tree is None and view.draws_own_tree and found.captures:  # the model's own tree
+        first = int(uses_start_token(saved))  # over the words: a start token left out
+        tree = view.tree(found.captures, words[first:])
     arcs = None if tree is None else _heads_of(tree)
+    latent = view.latent(found.captures, heads)
     data: dict[str, Any] = {
         "words": words,
         "tree": None if tree is None else tree_json(tree, node_index, first),
         # Word i's head (0: the root; None: a token outside the tree).
         "arcs": None if arcs is None else [None] * first + [h and h + first for h in arcs],
         "attention": [[encode_attention(h) for h in layer[:heads]] for layer in found.attention],
-        "latent": [layer[:heads] for layer in found.best_heads],
+        # One entry a layer where the model has latent trees: none in a backbone's.
+        "latent": [[]] * found.backbone_layers + latent if latent else [],
     }
-    if found.best_heads:  # one entry a layer: none in a backbone's
-        data["latent"] = [[]] * found.backbone_layers + data["latent"]
-    panels = _panels(found, words, heads, names)
+    sentence = SentenceView(words, names, heads, found.backbone_layers, len(spans), found.attention)
+    panels = [_panel_data(panel) for panel in view.panels(found.captures, sentence)]
     if spans:
-        m = len(spans)
         labels = _node_labels(item, saved)
         nodes = [f"{label} {s}-{e}" for label, (s, e) in zip(labels, spans, strict=True)]
-        panels.append(
-            _panel(
-                "attention on phrase nodes and on words",
-                ["node queries", "word queries"],
-                ["on nodes", "on words"],
-                [_shares(found.attention[i], m) for i in found.top_layers],
-                "mean share over heads and queries (Nguyen et al., Table 4)",
-                layers=found.top_layers,
-            )
-        )
     data["nodes"] = nodes
     data["panels"] = panels
     return data
@@ -425,7 +194,9 @@ def _node_labels(item, saved: Trained) -> list[str]:
 def _trees_for(saved: Trained, examples: list[LabeledSentence], where: str):
     """The examples, each with a tree to draw: a sentence without one is parsed by the
     shipped parser (a Tree Transformer's own tree is read off its links instead)."""
-    induces = any(isinstance(m, ConstituentAttention) for m in saved.model.modules())
+    view = mechanism_view(saved.cfg.model.attention)
+    layers = [m for m in saved.model.modules() if capabilities_of(m) is not None]
+    induces = view.draws_own_tree and bool(layers)
     if induces or all(ex.tree is not None for ex in examples):
         return examples
     missing = [i for i, ex in enumerate(examples) if ex.tree is None]
@@ -553,13 +324,14 @@ def view_data(
     sentences = [_as_sentence(saved, example, encoded) for example in shown]
     batches = [encoded.batch([k]).to(saved.device) for k in range(len(shown))]
     found = [capture(saved, batch.inputs) for batch in batches]
+    view = mechanism_view(saved.cfg.model.attention)
     crossed = [cross_attention(saved, batch) for batch in batches] if translates else []
     n_heads = max(layer.shape[0] for layer in found[0].attention)
     names, notes = _layer_names(saved, found[0])
 
     def build(heads: int) -> list[dict]:
         built = [
-            sentence_data(saved, sentence, items[k], found[k], heads, names)
+            sentence_data(saved, sentence, items[k], found[k], heads, names, view)
             for k, sentence in enumerate(sentences)
         ]
         for data, (pieces, means), pair in zip(built, crossed, shown, strict=False):
@@ -576,12 +348,12 @@ def view_data(
         cut = why if heads < min(n_heads, max_heads) else ""
         notes.append(f"showing the first {heads} of {n_heads} heads in each layer{cut}")
     shown_data = build(heads)[:kept]
-    injection = getattr(_parts(saved.model.encoder)[0], "encoder", None)
+    injection = getattr(parts(saved.model.encoder)[0], "encoder", None)
     injected = getattr(injection, "syntax_injection", None)
     if injected is not None and max(injected.heads) >= heads:
         some = "not all" if min(injected.heads) < heads else "not"
         notes.append(
-            f"the {injected.mechanism} heads {_numbers(injected.heads)} are {some} among the "
+            f"the {injected.mechanism} heads {head_numbers(injected.heads)} are {some} among the "
             f"{heads} heads shown (--max-heads)"
         )
     about = {"title": title, "source": where, "heads": heads, "notes": notes}
@@ -605,7 +377,7 @@ def _layer_names(saved: Trained, found: Captured) -> tuple[list[str], list[str]]
         "over its pieces, from a word the mean over its pieces; [CLS] and [SEP] are left "
         "out, so a row sums to less than 1"
     ]
-    top = _parts(saved.model.encoder)[1]
+    top = parts(saved.model.encoder)[1]
     if top is not None and layers == found.backbone_layers:
         notes.append(f"the {own} encoder on top of {name} has no attention to show")
     return names, notes

@@ -23,18 +23,32 @@ The layer reads the previous layer's links from ``context["constituent_links"]``
 writes its own there for the next one (the encoder gives every forward pass a fresh
 context), so a stack of these layers is the Tree Transformer; a lone layer starts from
 ``a^(-1) = 0``.
+
+Inside a pretrained encoder (``ConstituentInjection``) each chosen layer scores the links
+between neighbouring words from the first piece of each word in its input states, with a
+link module of its own (``LinkScorer``, the one new part; it trains with the model); links
+only grow from one chosen layer to the next (the lowest starts from none), and the prior
+multiplies the chosen heads' probabilities, not renormalised. A word's pieces share its
+row and column, so they see each other (``C[w, w] = 1``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import register_attention
+from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
+from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
+from treeattn.attention.registry import INDUCED_TREES, Capabilities, register_attention
 from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.trees import Tree
+from treeattn.trees.induction import trees_from_links
 
 LINKS = "constituent_links"  # the context key that carries a^(l-1) to layer l
 # Links are clamped here before their log, so a link at 0 gives a finite log and a zero
@@ -98,7 +112,103 @@ def constituent_prior(links: torch.Tensor, diagonal: float = 1.0) -> torch.Tenso
     return prior.masked_fill(eye, diagonal)
 
 
-@register_attention("constituent")
+class LinkScorer(nn.Module):
+    """The Tree Transformer's neighbouring attention for one layer: its own query and key
+    maps (d to d) of the word states, giving the links between neighbouring words."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.link_query = nn.Linear(d_model, d_model)
+        self.link_key = nn.Linear(d_model, d_model)
+
+    def forward(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """words (B, n, d), lengths (B,) -> the new links ``a_hat`` (B, n-1)."""
+        return neighbour_links(self.link_query(words), self.link_key(words), lengths)
+
+
+class ConstituentInjection(SyntaxInjection):
+    """The constituent prior in the chosen heads of a pretrained encoder (the module's
+    docstring). After a pass, ``inputs.passing["links"]`` (B, n-1) holds the highest chosen
+    layer's links: ``tree_from_distances(words, 1 - links)`` splits each sentence at its
+    weakest link first."""
+
+    name = "constituent"
+
+    def __init__(
+        self, layers: Sequence[int], heads: Sequence[int], n_layers: int, n_heads: int, d_model: int
+    ) -> None:
+        super().__init__(layers, heads, n_layers, n_heads, d_model)
+        self.links = nn.ModuleDict({str(layer): LinkScorer(d_model) for layer in self.layers})
+
+    def edit(self, layer: int, states: torch.Tensor, inputs: SyntaxInputs) -> HeadEdit:
+        index = inputs.first_piece[:, :, None].expand(-1, -1, states.shape[-1])
+        new = self.links[str(layer)](states.gather(1, index), inputs.word_lengths)
+        links = hierarchical_links(inputs.passing.get("links"), new)
+        inputs.passing["links"] = links
+        prior = constituent_prior(links)
+        pieces = words_to_pieces(prior, inputs.word_of_piece, inputs.pad_mask, 1.0, 0.0)
+        return HeadEdit(self.heads, prior=pieces)
+
+    def inspect(self, edit: HeadEdit, first_piece: torch.Tensor) -> dict[str, Any]:
+        prior = word_values(edit.prior, first_piece)  # C, whose first off-diagonal is a
+        return {"links": prior.diagonal(1, -2, -1), "prior": prior, "inside": True}
+
+
+class ConstituentView(MechanismView):
+    """The links and the prior of every layer (Wang et al.'s Fig. 3), and the tree read
+    off the links where the sentence has none."""
+
+    draws_own_tree = True
+
+    def capture(
+        self, module: nn.Module, x: torch.Tensor, pad_mask: torch.Tensor, context: dict
+    ) -> dict[str, Any]:
+        links = context[LINKS]  # this layer's, a^l
+        return {"links": links, "prior": constituent_prior(links, module.prior_diagonal)}
+
+    def panels(self, captured: Captures, sentence: SentenceView) -> list[Panel]:
+        layers = [layer for layer, found in captured if "links" in found]
+        if not layers:
+            return []
+        words = sentence.words
+        gaps = [f"{a}|{b}" for a, b in zip(words, words[1:], strict=False)]
+        every = "the chosen heads'" if captured[0][1].get("inside") else "every head's"
+        return [
+            Panel(
+                "link probabilities a (Tree Transformer)",
+                [sentence.layer_names[layer] for layer in layers],
+                gaps,
+                torch.stack([found["links"][0] for _, found in captured]),
+                "how strongly each pair of neighbours belongs to one constituent, per layer; "
+                "links only grow upward",
+            ),
+            Panel(
+                "constituent prior C",
+                words,
+                words,
+                [found["prior"][0] for _, found in captured],
+                f"multiplies {every} attention probabilities in this layer",
+                layers=layers,
+            ),
+        ]
+
+    def tree(self, captured: Captures, words: Sequence[str]) -> Tree | None:
+        links = torch.stack([found["links"][0] for _, found in captured])
+        # A start token read before the words has the first link, which the tree leaves out.
+        links = links[:, links.shape[1] - (len(words) - 1) :]
+        return trees_from_links([words], [links.cpu().numpy()])[0]
+
+
+CAPABILITIES = Capabilities(
+    description="Tree Transformer: attention times a learned constituent prior",
+    latent=True,
+    injection=ConstituentInjection,
+    view=ConstituentView(),
+    analyses=frozenset({INDUCED_TREES}),
+)
+
+
+@register_attention("constituent", capabilities=CAPABILITIES)
 class ConstituentAttention(nn.Module):
     """Multi-head self-attention times the Tree Transformer's constituent prior.
 

@@ -26,17 +26,24 @@ the log gate, since renormalising ``p * gate`` is ``softmax(scores + log gate)``
 ``log alpha = logsigmoid(2 x)``: two cumulative sums outward from each query, O(n^2) per
 sentence. The bias is built once per forward pass and shared by the layers; the local
 heads and the global ones are two calls of ``F.scaled_dot_product_attention``.
+
+Inside a pretrained encoder (``DistanceInjection``) the chosen heads of the chosen layers
+take the same log gate, made once per batch over the words and mapped to their pieces.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import LAYER, Reads, register_attention
+from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
+from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView, head_numbers
+from treeattn.attention.registry import LAYER, Capabilities, Reads, register_attention
 from treeattn.attention.vanilla import attention_probs, merge_heads, split_heads
 
 GAPS = Reads.GAPS  # context key: (B, n-1) distances between adjacent tokens
@@ -125,7 +132,85 @@ def local_allowed(gaps: torch.Tensor) -> torch.Tensor:
     return (start[:, :, None] <= j) & (j < end[:, :, None])
 
 
-@register_attention("distance", reads=Reads.GAPS)
+def _check_gate(gate: str, tau: float) -> None:
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {', '.join(GATES)}, not {gate!r}")
+    if not tau > 0:
+        raise ValueError(f"tau must be positive, got {tau}")
+
+
+class DistanceInjection(SyntaxInjection):
+    """The chosen heads of a pretrained encoder keep to each word's syntactic local range
+    (``gate="hard"``) or are weighted by the soft gate (``gate="soft"``, temperature
+    ``tau``): the word-level log gate of ``local_bias``, added to their scores. No new
+    parameters."""
+
+    name = "distance"
+    reads = frozenset({Reads.GAPS})
+
+    def __init__(
+        self,
+        layers: Sequence[int],
+        heads: Sequence[int],
+        n_layers: int,
+        n_heads: int,
+        d_model: int,
+        gate: str = "hard",
+        tau: float = 1.0,
+    ) -> None:
+        super().__init__(layers, heads, n_layers, n_heads, d_model)
+        _check_gate(gate, tau)
+        self.gate, self.tau = gate, float(tau)
+
+    def prepare(self, gaps: torch.Tensor | None, inputs: SyntaxInputs) -> dict[str, Any]:
+        words = local_bias(gaps, self.gate, self.tau)  # the same in every chosen layer
+        return {
+            "bias": words_to_pieces(words, inputs.word_of_piece, inputs.pad_mask, 0.0, -torch.inf)
+        }
+
+    def edit(self, layer: int, states: torch.Tensor, inputs: SyntaxInputs) -> HeadEdit:
+        return HeadEdit(self.heads, bias=inputs.prepared["bias"])
+
+    def inspect(self, edit: HeadEdit, first_piece: torch.Tensor) -> dict[str, Any]:
+        return {"gate": word_values(edit.bias, first_piece).exp(), "local_heads": list(edit.heads)}
+
+
+class DistanceView(MechanismView):
+    """The gate of each word's local range (Hou et al.'s Fig. 1), and which heads keep to
+    it in which layers."""
+
+    def capture(
+        self, module: nn.Module, x: torch.Tensor, pad_mask: torch.Tensor, context: dict
+    ) -> dict[str, Any]:
+        local = module.local_heads_in(context.get(LAYER, 0))
+        if not local:
+            return {}
+        bias = context[(BIAS, module.gate, module.tau)]  # (B, 1, n, n) the log gate
+        return {"gate": bias[:, 0].exp(), "local_heads": list(range(local))}
+
+    def panels(self, captured: Captures, sentence: SentenceView) -> list[Panel]:
+        gated = [(layer, found) for layer, found in captured if "gate" in found]
+        if not gated:
+            return []
+        # Every local layer has the same local heads and the same gate.
+        in_layers = ", ".join(sentence.layer_names[layer] for layer, _ in gated)
+        first = gated[0][1]
+        note = (
+            f"heads {head_numbers(first['local_heads'])} attend inside each word's syntactic "
+            f"local range in {in_layers}; the other heads attend everywhere"
+        )
+        words = sentence.words
+        return [Panel("local range per word (gate)", words, words, first["gate"][0], note)]
+
+
+CAPABILITIES = Capabilities(
+    description="syntax-guided local attention: some heads stay in each token's syntactic range",
+    injection=DistanceInjection,
+    view=DistanceView(),
+)
+
+
+@register_attention("distance", reads=Reads.GAPS, capabilities=CAPABILITIES)
 class DistanceAttention(nn.Module):
     """Multi-head self-attention whose first ``local_heads`` heads, in the ``layers``
     listed (default: every layer), keep to each token's syntactic local range.
@@ -150,10 +235,7 @@ class DistanceAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         if not 0 <= local_heads <= n_heads:
             raise ValueError(f"local_heads must lie in 0..{n_heads}, got {local_heads}")
-        if gate not in GATES:
-            raise ValueError(f"gate must be one of {', '.join(GATES)}, not {gate!r}")
-        if not tau > 0:
-            raise ValueError(f"tau must be positive, got {tau}")
+        _check_gate(gate, tau)
         self.n_heads, self.local_heads = n_heads, local_heads
         self.layers = None if layers is None else frozenset(int(i) for i in layers)
         self.gate, self.tau = gate, float(tau)

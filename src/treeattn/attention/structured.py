@@ -15,13 +15,16 @@ marginals, as attention dropout drops attention weights (0 turns it off).
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import register_attention
+from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
+from treeattn.attention.registry import LATENT_TREES, Capabilities, register_attention
 from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.structs import arcs_to_heads, best_heads
 from treeattn.structs.eisner import Eisner
 from treeattn.structs.matrix_tree import MatrixTree
 
@@ -96,7 +99,71 @@ class ArcScorer(nn.Module):
         return torch.cat([top, F.pad(arcs, (1, 0))], dim=2)
 
 
-@register_attention("structured")
+def decode_heads(scores: torch.Tensor, lengths: torch.Tensor, structure: str) -> torch.Tensor:
+    """Heads (B, n+1) of the best tree of each item (-1 at the root and padding) for arc
+    scores (B, n+1, n+1), in the family of trees ``structure`` names."""
+    if structure == "projective":
+        return arcs_to_heads(Eisner(scores, lengths).argmax, lengths)
+    return best_heads(scores, lengths)
+
+
+class StructuredView(MechanismView):
+    """Each layer's latent trees: the marginals each word's parent distribution comes
+    from, and every head's best tree, single root, in the model's family of trees."""
+
+    def capture(
+        self, module: nn.Module, x: torch.Tensor, pad_mask: torch.Tensor, context: dict
+    ) -> dict[str, Any]:
+        lengths = lengths_from_pad_mask(pad_mask)
+        scores = module.arc_scores(x)  # (B, H, n+1, n+1), as the forward pass scored them
+        batch, n_heads, size, _ = scores.shape
+        best = decode_heads(
+            scores.reshape(batch * n_heads, size, size),
+            lengths.repeat_interleave(n_heads),
+            module.structure,
+        )
+        return {
+            "marginals": arc_marginals(scores, lengths, module.structure),
+            "best_heads": best.view(batch, n_heads, size),
+        }
+
+    def attention(
+        self, module: nn.Module, x: torch.Tensor, pad_mask: torch.Tensor, context: dict, captured
+    ) -> torch.Tensor:
+        # Each word's parent distribution over the words: column i of the arcs.
+        return captured["marginals"][:, :, 1:, 1:].transpose(-1, -2)
+
+    def panels(self, captured: Captures, sentence: SentenceView) -> list[Panel]:
+        if not captured:
+            return []
+        heads = sentence.heads
+        return [
+            Panel(
+                "latent tree: root marginals",
+                [f"head {h + 1}" for h in range(heads)],
+                sentence.words,
+                [found["marginals"][0, :heads, 0, 1:] for _, found in captured],
+                "probability that each word hangs from the root; the heat map shows each "
+                "word's parent distribution (the marginals of the latent tree)",
+                layers=[layer for layer, _ in captured],
+            )
+        ]
+
+    def latent(self, captured: Captures, heads: int) -> list[list[list[int]]]:
+        return [
+            [row[1:] for row in found["best_heads"][0, :heads].tolist()] for _, found in captured
+        ]
+
+
+CAPABILITIES = Capabilities(
+    description="attention weights are a latent dependency tree's marginals",
+    latent=True,
+    view=StructuredView(),
+    analyses=frozenset({LATENT_TREES}),
+)
+
+
+@register_attention("structured", capabilities=CAPABILITIES)
 class StructuredAttention(nn.Module):
     """r_i = tanh(W [e_i; p_i; c_i]) with contexts weighted by latent-tree marginals.
 
@@ -131,3 +198,9 @@ class StructuredAttention(nn.Module):
         parent, children = tree_contexts(values, marginals, self.root_value)
         merged = [merge_heads(t) for t in (values, parent, children)]
         return torch.tanh(self.out(torch.cat(merged, dim=-1)))
+
+    def arc_scores(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, n+1, n+1) every head's arc scores for input ``x`` (B, n, d), row 0 the
+        root: what ``forward`` scores its latent trees with, for looking inside."""
+        structure = self.split(x).chunk(2, dim=-1)[1]
+        return self.arc_scorer(split_heads(structure, self.n_heads))

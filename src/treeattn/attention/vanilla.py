@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import register_attention
+from treeattn.attention.registry import Capabilities, register_attention
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -33,7 +33,10 @@ def attention_probs(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor) -> tor
     return (scores + bias).softmax(-1)
 
 
-@register_attention("vanilla")
+@register_attention(
+    "vanilla",
+    capabilities=Capabilities("the plain Transformer: scaled dot-product self-attention"),
+)
 class VanillaSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
         super().__init__()

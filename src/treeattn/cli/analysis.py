@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from treeattn.analysis.variants import THRESHOLD, VARIANTS
 from treeattn.cli.arguments import positive
 from treeattn.cli.io import read_lines, write_output
 from treeattn.cli.status import OK
+from treeattn.trees.induction import THRESHOLD, VARIANTS
 
 
 def add_attention(sub: argparse._SubParsersAction) -> None:
@@ -156,12 +156,8 @@ def add_induce(sub: argparse._SubParsersAction) -> None:
 
 
 def _induce(args: argparse.Namespace) -> int:
-    from treeattn.analysis.induction import (
-        chosen_text_options,
-        induce_ptb,
-        induce_text,
-        load_tree_transformer,
-    )
+    from treeattn.analysis.induction import chosen_text_options, induce_text, load_tree_transformer
+    from treeattn.analysis.induction_scores import induce_ptb
 
     if (args.textfile is None) == (args.ptb is None):
         raise ValueError("give either TEXTFILE or --ptb SPLIT")
@@ -208,7 +204,7 @@ def add_induce_curve(sub: argparse._SubParsersAction) -> None:
 
 
 def _induce_curve(args: argparse.Namespace) -> int:
-    from treeattn.analysis.induction import induction_curve
+    from treeattn.analysis.induction_curve import induction_curve
 
     curve = induction_curve(
         args.run_dir, args.ptb, args.threshold, args.min_layer, progress=sys.stderr.isatty()

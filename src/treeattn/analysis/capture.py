@@ -1,0 +1,157 @@
+"""Reading a model's attention as its forward pass computes it, for the viewer and the
+analyses.
+
+The attention is read, not recomputed differently: forward hooks on the model's own
+attention layers ask each layer's mechanism (``MechanismView``, from the registry) for the
+probabilities the layer mixed values with and for what else its paper looks at; an
+encoder that returns its weights itself gives them; on a pretrained backbone, every BERT
+layer's attention over pieces is read as attention over words (``word_attention``) and an
+injected mechanism says what its edit of the layer was (``SyntaxInjection.inspect``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.injection import first_pieces
+from treeattn.attention.inspection import Captures, MechanismView
+from treeattn.attention.registry import Capabilities, capabilities_of
+from treeattn.models.backbone import Backbone, BertLayer
+from treeattn.models.pretrained import BackboneEncoder
+from treeattn.models.registry import encoder_entry
+from treeattn.tasks.trained import Trained
+
+
+@dataclass
+class Captured:
+    """One sentence's pass: per layer, attention (H, q, q), and what the mechanism captured
+    of each layer it acts in (``captures``, batch-first). Layers are counted as the page
+    counts them: a backbone's first (``backbone_layers`` of them), then the model's own."""
+
+    attention: list[torch.Tensor] = field(default_factory=list)
+    captures: Captures = field(default_factory=list)
+    backbone_layers: int = 0
+
+
+def model_capabilities(model_name: str) -> Capabilities:
+    """The capabilities of the mechanism a model section names (``model.attention``)."""
+    return encoder_entry(model_name).capabilities
+
+
+def mechanism_view(model_name: str) -> MechanismView:
+    return model_capabilities(model_name).view or MechanismView()
+
+
+def parts(encoder: nn.Module) -> tuple[Backbone | None, nn.Module | None]:
+    """The pretrained backbone under ``encoder`` (None without one) and the encoder of the
+    model's own layers (None for a backbone with nothing on top)."""
+    if isinstance(encoder, BackboneEncoder):
+        return encoder.backbone, encoder.top
+    return None, encoder
+
+
+def hook_layers(
+    model: nn.Module, found: Captured, attention: bool = True
+) -> list[torch.utils.hooks.RemovableHandle]:
+    """Forward hooks on every registered mechanism's layer in ``model``: each keeps what
+    its mechanism captures of the pass (and, with ``attention``, the first sentence's
+    attention); the forward pass itself is untouched."""
+    handles = []
+    for module in model.modules():
+        capabilities = capabilities_of(module)
+        if capabilities is None:
+            continue
+        view = capabilities.view or MechanismView()
+
+        def keep(module: nn.Module, inputs: tuple, _output: Any, view=view) -> None:
+            x, pad_mask, context = inputs
+            captured = view.capture(module, x, pad_mask, context)
+            if attention:
+                found.attention.append(view.attention(module, x, pad_mask, context, captured)[0])
+            if captured:
+                found.captures.append((len(found.attention) - 1, captured))
+
+        handles.append(module.register_forward_hook(keep))
+    return handles
+
+
+def layer_captures(model: nn.Module, run: Callable[[], Any]) -> list[dict[str, Any]]:
+    """What every mechanism layer of ``model`` captured (batch-first), bottom layer first,
+    in the pass ``run()`` makes."""
+    found = Captured()
+    handles = hook_layers(model, found, attention=False)
+    try:
+        run()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [captured for _, captured in found.captures]
+
+
+def word_attention(pieces: torch.Tensor, word_of_piece: torch.Tensor) -> torch.Tensor:
+    """Attention over pieces (H, p, p) as attention over words (H, n, n), as BERT analyses
+    read it: attention to a word is the sum over its pieces, from a word the mean over its
+    pieces; ``[CLS]``, ``[SEP]`` (``word_of_piece`` -1) are left out, so rows sum to the
+    share the words get, at most 1."""
+    n = int(word_of_piece.max()) + 1
+    owner = word_of_piece[:, None] == torch.arange(n, device=word_of_piece.device)
+    owner = owner.to(pieces.dtype)  # (p, n): one 1 a word's piece
+    to_words = pieces @ owner  # (H, p, n)
+    return owner.T @ to_words / owner.sum(0)[:, None]
+
+
+def _bert_hook(found: Captured, word_of_piece: torch.Tensor, injection: Any):
+    """A forward hook (with keywords) on a BERT layer: its attention as words, and what
+    the injected mechanism shows of the edit the layer received (over the words: a
+    word's first piece holds its row and column)."""
+    first = first_pieces(word_of_piece[None], int(word_of_piece.max()) + 1)[0]
+
+    def keep(module: BertLayer, args: tuple, kwargs: dict, _output: Any) -> None:
+        bound = {**dict(zip(("states", "allowed", "edit"), args, strict=False)), **kwargs}
+        found.attention.append(word_attention(module.attention_weights(**bound)[0], word_of_piece))
+        edit: HeadEdit | None = bound.get("edit")
+        if edit is not None and edit.heads and injection is not None:
+            found.captures.append((len(found.attention) - 1, injection.inspect(edit, first)))
+
+    return keep
+
+
+@torch.no_grad()
+def capture(saved: Trained, inputs) -> Captured:
+    """Run the encoder of ``saved`` on one sentence's typed batch ``inputs`` (B = 1)."""
+    encoder = saved.model.encoder
+    backbone, top = parts(encoder)
+    view = mechanism_view(saved.cfg.model.attention)
+    found = Captured()
+    handles = []
+    if backbone is not None:
+        injection = getattr(backbone.encoder, "syntax_injection", None)
+        keep = _bert_hook(found, inputs.pieces.word_of_piece[0], injection)
+        handles += [
+            layer.register_forward_hook(keep, with_kwargs=True) for layer in backbone.encoder.layers
+        ]
+
+    def words() -> torch.Tensor | None:  # the backbone's word vectors, in the top's size
+        return None if backbone is None else encoder.project(encoder.word_vectors(inputs))
+
+    try:
+        weights = None if top is None else view.encoder_attention(top, inputs, words)
+        if weights is None:
+            handles += [] if top is None else hook_layers(top, found)
+            if not handles:
+                raise ValueError("the model has no attention layer whose weights can be shown")
+            encoder.encode_inputs(inputs)
+        else:
+            found.attention += [w[0] for w in weights]
+    finally:
+        for handle in handles:
+            handle.remove()
+    if backbone is not None:
+        found.backbone_layers = len(backbone.encoder.layers)
+    return found
