@@ -175,13 +175,13 @@ def test_a_missing_or_invented_key_is_named(sections):
 
 def test_a_mechanism_registered_by_the_tests_is_not_asked_for(sections):
     from tests import toy_mechanism
-    from treeattn.models.registry import _ENCODERS
+    from treeattn.models.registry import unregister_encoder
 
     toy_mechanism.register()
     try:
         assert ("mechanism", toy_mechanism.NAME) in code_sections()
     finally:
-        _ENCODERS.pop(toy_mechanism.NAME)
+        unregister_encoder(toy_mechanism.NAME)
     assert ("mechanism", toy_mechanism.NAME) not in sections
     assert ("mechanism", "distance") in sections
     # On a backbone, distance goes inside its attention (options of its own); structured
