@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "treeattn"
 
 LAYERS = (
     ("errors",),
+    ("utf8",),
     ("trees",),
     ("structs", "metrics", "viz"),
     ("data",),

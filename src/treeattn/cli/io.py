@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from treeattn.cli.status import OK
-from treeattn.errors import decode_utf8, read_utf8, text_lines
+from treeattn.utf8 import decode_utf8, read_utf8, text_lines
 
 
 def read_lines(source: str, blank_lines: bool = False) -> tuple[list[str], str]:

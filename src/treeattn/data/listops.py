@@ -15,8 +15,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from treeattn.errors import FormatError, read_utf8, text_lines
+from treeattn.errors import FormatError
 from treeattn.trees import Tree
+from treeattn.utf8 import read_utf8, text_lines
 
 OPERATORS = ("MAX", "MIN", "MED", "SUM_MOD")
 # The original release's files write SUM_MOD as "[SM".

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from treeattn.data.paths import require_data
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError
+from treeattn.utf8 import read_utf8
 
 MULTI30K_FOLDER = "multi30k"
 MULTI30K_SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr")

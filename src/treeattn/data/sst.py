@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from treeattn.data.paths import require_data
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError
 from treeattn.trees.tree import Tree
 from treeattn.trees.treebank import iter_treebank
+from treeattn.utf8 import read_utf8
 
 __all__ = [
     "IGNORE_LABEL",

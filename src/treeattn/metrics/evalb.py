@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from treeattn.errors import FormatError, read_utf8, text_lines
+from treeattn.errors import FormatError
 from treeattn.trees.labels import EMPTY_ELEMENT, strip_label
 from treeattn.trees.tree import Tree
 from treeattn.trees.treebank import (
@@ -50,6 +50,7 @@ from treeattn.trees.treebank import (
     parse_treebank_line,
     read_treebank_entries,
 )
+from treeattn.utf8 import read_utf8, text_lines
 
 __all__ = [
     "COLLINS",

@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from treeattn.data.paths import cache_dir
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError
 from treeattn.parsing.parser import DEFAULT_MODEL, SHIPPED, Parser, model_path
 from treeattn.trees import Tree
 from treeattn.trees.treebank import parse_treebank_line
+from treeattn.utf8 import read_utf8
 
 PARSER, RIGHT_BRANCHING, FILES = "parser", "right-branching", "files"
 KINDS = (PARSER, RIGHT_BRANCHING, FILES)

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from treeattn.data.text import TextOptions, apply_options, plain_sentence
-from treeattn.errors import FormatError, read_utf8, text_lines
+from treeattn.errors import FormatError
 from treeattn.trees import Tree, fold_tree
+from treeattn.utf8 import read_utf8, text_lines
 
 TEXT = "text"  # the masked-language-modelling data set
 

@@ -30,7 +30,8 @@ import conllu
 from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
-from treeattn.errors import FormatError, read_utf8
+from treeattn.errors import FormatError
+from treeattn.utf8 import read_utf8
 
 FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 _HEAD_COLUMN = FIELDS.index("head")

@@ -4,7 +4,7 @@ Two layouts are read:
 
 * one tree per line, as the Stanford Sentiment Treebank (``(3 (2 The) (2 Rock) ...)``): each
   line holds exactly one tree; a blank line between trees is an error, blank lines at the
-  end are not (the rule of every one-item-per-line reader: ``errors.text_lines``);
+  end are not (the rule of every one-item-per-line reader: ``utf8.text_lines``);
 * free layout, as Penn Treebank ``.mrg`` files: trees span several lines, may be separated
   by blank lines, and are wrapped in an outer unlabeled bracket ``( (S ...) )``. A ``(`` at
   the start of a line opens a new tree, and the lines inside a tree are indented: a ``(``
@@ -23,9 +23,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from treeattn.errors import FormatError, read_utf8, text_lines
+from treeattn.errors import FormatError
 from treeattn.trees.transforms import unwrap_root
 from treeattn.trees.tree import WHITESPACE, Tree, iter_parse_with_positions
+from treeattn.utf8 import read_utf8, text_lines
 
 __all__ = [
     "TreebankEntry",

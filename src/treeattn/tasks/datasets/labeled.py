@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from treeattn.errors import FormatError, read_utf8, text_lines
+from treeattn.errors import FormatError
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.trees import Tree
 from treeattn.trees.tree import WHITESPACE
 from treeattn.trees.treebank import iter_treebank
+from treeattn.utf8 import read_utf8, text_lines
 
 
 @dataclass
