@@ -77,7 +77,7 @@ def test_unpacked_weights_are_kept_checked_listed_and_cleared(cache, tmp_path, c
     import zipfile
 
     from tests.test_backbone import write_tiny_bert
-    from treeattn.models.backbone import FILES, read_archive
+    from treeattn.models.weights import FILES, read_archive
 
     (tmp_path / "tiny").mkdir()
     folder = write_tiny_bert(tmp_path / "tiny")

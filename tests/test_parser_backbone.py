@@ -20,7 +20,7 @@ from tests.test_parser import SMALL, TOY
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.distributed import Replica
 from treeattn.engine.trainer import Trainer
-from treeattn.models.backbone import WeightsError
+from treeattn.models.weights import WeightsError
 from treeattn.parsing import Parser
 from treeattn.parsing.encoding import encode
 from treeattn.parsing.examples import ptb_example

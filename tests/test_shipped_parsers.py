@@ -11,7 +11,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
-from treeattn.models.backbone import WeightsError
+from treeattn.models.weights import WeightsError
 from treeattn.parsing import Parser
 from treeattn.parsing.parser import SHIPPED, model_path
 from treeattn.parsing.tree_source import TreeSource, file_sha256, parser_identity

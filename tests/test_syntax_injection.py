@@ -10,7 +10,6 @@ The tiny random BERT of ``tests/test_backbone.py`` stands in for a real model.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib.metadata
 import io
 import math
@@ -25,14 +24,10 @@ import treeattn
 from tests.test_backbone import SENTENCES, write_tiny_bert
 from treeattn.attention.head_edit import HeadEdit, edited_attention
 from treeattn.attention.injection import as_word_of_piece, first_pieces, words_to_pieces
-from treeattn.models.backbone import (
-    PTB_UNESCAPE,
-    WeightsError,
-    build_backbone,
-    read_directory,
-    read_pretrained,
-)
+from treeattn.models.backbone import build_backbone
+from treeattn.models.pieces import PTB_UNESCAPE
 from treeattn.models.syntax_injection import inject_syntax, make_injection
+from treeattn.models.weights import WeightsError, read_directory, read_pretrained
 from treeattn.parsing import Parser
 from treeattn.parsing.sentence_trees import sentence_trees
 from treeattn.parsing.tree_source import TreeSource
@@ -411,7 +406,7 @@ def transformers_bert(files):
     """transformers' BertModel on the weights of ``files`` (the test skips without
     transformers)."""
     transformers = pytest.importorskip("transformers")
-    config = transformers.BertConfig(**dataclasses.asdict(files.config))
+    config = transformers.BertConfig(**files.config)
     model = transformers.BertModel(config, add_pooling_layer=False)
     model.load_state_dict(files.state, strict=False)
     return model.eval()

@@ -29,7 +29,7 @@ from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.registry import LAYER
 from treeattn.attention.vanilla import VanillaSelfAttention, merge_heads, split_heads
 from treeattn.cli import main
-from treeattn.models.backbone import BertConfig, BertLayer
+from treeattn.models.bert import BertConfig, BertLayer
 from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import load_trained

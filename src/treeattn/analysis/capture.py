@@ -22,7 +22,8 @@ from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import first_pieces
 from treeattn.attention.inspection import Captures, MechanismView
 from treeattn.attention.registry import Capabilities, capabilities_of
-from treeattn.models.backbone import Backbone, BertLayer
+from treeattn.models.backbone import Backbone
+from treeattn.models.bert import BertLayer
 from treeattn.models.pretrained import BackboneEncoder
 from treeattn.models.registry import encoder_entry
 from treeattn.tasks.trained import Trained

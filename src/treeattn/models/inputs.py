@@ -16,7 +16,7 @@ import torch
 from treeattn.attention.registry import Reads
 from treeattn.data.batching import pad_ids
 from treeattn.data.vocab import Vocab
-from treeattn.models.backbone import PieceBatch, SentenceTooLong, piece_batch
+from treeattn.models.pieces import PieceBatch, SentenceTooLong, piece_batch
 from treeattn.trees import Tree, binarize
 from treeattn.trees.distance import gap_distances
 from treeattn.trees.tensors import TreeArrays, TreeTensors, collate_trees, encode_tree
@@ -83,7 +83,7 @@ class InputEncoder:
     ``node_vocab`` maps phrase labels to ids for encoders that read trees (``None`` before
     it is built: ``node_labels`` gives what to build it from); ``check_tree``
     (the entry's) rejects a tree the encoder cannot read, naming the sentence;
-    ``piece_rows`` (``Backbone.piece_rows``) splits sentences into a backbone's pieces,
+    ``piece_rows`` (``PieceSplitter.rows``) splits sentences into a backbone's pieces,
     for encoders that read them.
     """
 

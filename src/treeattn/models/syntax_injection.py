@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from treeattn.attention.head_edit import edited_attention
 from treeattn.attention.injection import SyntaxInjection
 from treeattn.attention.registry import mechanism_capabilities
-from treeattn.models.backbone import BertEncoder
+from treeattn.models.bert import BertEncoder
 
 IMPLEMENTATION = "treeattn_syntax"  # the name registered with transformers
 SYNTAX = "syntax"  # the keyword a model is called with

@@ -28,7 +28,7 @@ def sentence_trees(
     already tokenized. ``source``: a ``Parser`` (its trees), a ``TreeSource`` (a parser,
     right-branching trees, ...), default the shipped parser. ``where`` names the
     sentences in errors. ``Backbone.pieces`` takes the words as they are; for another
-    tokenizer, write the escapes back as characters (``backbone.PTB_UNESCAPE``).
+    tokenizer, write the escapes back as characters (``pieces.PTB_UNESCAPE``).
     """
     raw = [isinstance(sentence, str) for sentence in sentences]
     if any(raw) and not all(raw):

@@ -191,7 +191,7 @@ class ClassifyTask(Task):
         """What the encoder reads; a backbone's tokenizer is loaded once."""
         m = self.cfg.model
         if m.backbone is not None and self._piece_rows is None:
-            self._piece_rows = load_backbone(m.backbone, **m.backbone_options()).piece_rows
+            self._piece_rows = load_backbone(m.backbone, **m.backbone_options()).splitter.rows
         return input_encoder(m, node_vocab, self._piece_rows)
 
     def fit(self, train_examples: Sequence[LabeledSentence]) -> None:

@@ -58,7 +58,7 @@ def input_encoder(
 ) -> InputEncoder:
     """What the encoder of the model section ``m`` reads, as its registry entry declares;
     ``piece_rows``: the tokenizer of the pretrained backbone it is on (``model.backbone``,
-    ``Backbone.piece_rows``), if any."""
+    ``PieceSplitter.rows``), if any."""
     entry = encoder_entry(m.attention, backbone=piece_rows is not None)
     check = entry.check_tree
     return InputEncoder(
