@@ -8,6 +8,7 @@ real model, so every test but the last runs without the package installed.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import math
@@ -22,7 +23,7 @@ from safetensors.torch import save
 
 from treeattn.models.backbone import Backbone, build_backbone, load_backbone
 from treeattn.models.bert import from_bert_names
-from treeattn.models.pieces import SentenceTooLong
+from treeattn.models.pieces import SentenceTooLong, load_splitter
 from treeattn.models.weights import (
     INSTALL_HINT,
     MINILM_SHA256,
@@ -204,6 +205,13 @@ def test_several_pieces_and_ptb_escapes(tiny_files):
     assert pieces == ["[CLS]", "un", "##believ", "##ably", "(", '"', "[SEP]"]
     assert batch.word_of_piece[0].tolist() == [-1, 0, 0, 0, 1, 2, -1]
     assert batch.first_piece[0].tolist() == [1, 4, 5]
+
+
+def test_the_tokenizer_alone_splits_as_the_backbone(tiny_dir, tiny_files):
+    alone = load_splitter(tiny_dir).batch(SENTENCES)
+    expected = build_backbone(tiny_files).pieces(SENTENCES)
+    for field in dataclasses.fields(alone):
+        assert torch.equal(getattr(alone, field.name), getattr(expected, field.name)), field.name
 
 
 def test_the_encoder_is_bert_on_the_same_weights(tiny_files):

@@ -1,8 +1,8 @@
 """Sentence classification on a pretrained backbone (``model.backbone``): every mechanism
 trains and evaluates (inside the backbone's heads or on its word vectors), the backbone
 learns in a parameter group of its own, a frozen one gets no gradient, padding changes
-nothing, whole-sentence ranges give the plain model, a stopped run resumes, and a trained
-model predicts raw sentences.
+nothing, whole-sentence ranges give the plain model, a stopped run resumes, a trained
+model predicts raw sentences, and a run or a trained model reads the weights once.
 
 The tiny random BERT of tests/test_backbone.py stands in for MiniLM.
 """
@@ -21,7 +21,9 @@ from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.distributed import Replica
 from treeattn.engine.task import evaluating
 from treeattn.engine.trainer import Trainer
+from treeattn.models.weights import WeightsError, packaged_archive
 from treeattn.tasks import load_config, make_task
+from treeattn.tasks.trained import load_trained
 
 pytest.importorskip("tokenizers")
 
@@ -182,6 +184,48 @@ def test_a_trained_model_predicts_raw_sentences(tmp_path, tiny_dir, data, name, 
     assert main(["predict", str(tmp_path / "best.pt"), str(lines)]) == 0
     predicted = capsys.readouterr().out.splitlines()
     assert len(predicted) == 2 and set(predicted) <= {"neg", "pos"}
+
+
+@pytest.fixture
+def weight_reads(monkeypatch) -> list[int]:
+    """The size of each pretrained weights file read from now on: every read goes through
+    ``safetensors.torch.load`` (``treeattn.models.weights``)."""
+    import safetensors.torch
+
+    reads: list[int] = []
+    load = safetensors.torch.load
+
+    def counted(data: bytes) -> dict[str, torch.Tensor]:
+        reads.append(len(data))
+        return load(data)
+
+    monkeypatch.setattr(safetensors.torch, "load", counted)
+    return reads
+
+
+@pytest.mark.parametrize("name", ["distance", "hierarchical"])
+def test_a_run_and_its_trained_model_read_the_weights_once(
+    tmp_path, tiny_dir, data, name, weight_reads
+):
+    """Words are split into pieces by the tokenizer alone: a whole training run (data read
+    and encoded, the model built, trained, scored) reads the backbone's weights once, and
+    so does loading the trained model to predict."""
+    train(load_config(None, settings(tiny_dir, data, tmp_path, name, "train.epochs=1")))
+    assert len(weight_reads) == 1
+    weight_reads.clear()
+    trained = load_trained(tmp_path / "best.pt", device="cpu")
+    tree = "(S (NP (DT the) (NN cat)) (VP (VBD sat)))"  # given: no parser (and its weights)
+    assert len(trained.predict([tree], "input")) == 1
+    assert len(weight_reads) == 1
+
+
+def test_setting_up_a_run_on_minilm_reads_its_weights_once(tmp_path, data, weight_reads):
+    try:
+        packaged_archive()
+    except WeightsError as error:
+        pytest.skip(str(error))
+    built(Path("minilm"), data, tmp_path, "distance")
+    assert len(weight_reads) == 1
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,9 @@ from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.classification import accuracy
-from treeattn.models.backbone import load_backbone
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
 from treeattn.models.inputs import InputEncoder, PieceRows
+from treeattn.models.pieces import load_splitter
 from treeattn.models.pretrained import BackboneEncoder, BackboneSettings, backbone_parameter_groups
 from treeattn.models.registry import (
     TREE,
@@ -188,10 +188,11 @@ class ClassifyTask(Task):
         return [self.training_tree(tree) for tree in found]
 
     def _inputs(self, node_vocab: Vocab | None = None) -> InputEncoder:
-        """What the encoder reads; a backbone's tokenizer is loaded once."""
+        """What the encoder reads; a backbone's tokenizer is read once, without its
+        weights (the model reads them)."""
         m = self.cfg.model
         if m.backbone is not None and self._piece_rows is None:
-            self._piece_rows = load_backbone(m.backbone, **m.backbone_options()).splitter.rows
+            self._piece_rows = load_splitter(m.backbone).rows
         return input_encoder(m, node_vocab, self._piece_rows)
 
     def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
