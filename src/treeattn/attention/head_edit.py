@@ -1,9 +1,11 @@
 """Changing chosen heads of one attention layer: an additive bias on their scores, or a
 prior multiplying their probabilities. The hook through which syntax enters a pretrained
-encoder (``treeattn.models.syntax_injection``); the heads not chosen run as before.
+encoder (``treeattn.models.syntax_injection``), made by each mechanism's injection
+(``treeattn.attention.injection``); the heads not chosen run as before.
 
 Written for queries, keys and values already split into heads, (B, H, p, d / H), so that
-``BertLayer`` here and a ``transformers`` attention function share it.
+the backbone's ``BertLayer`` (``treeattn.models.bert``) and a ``transformers`` attention
+function share it.
 """
 
 from __future__ import annotations
