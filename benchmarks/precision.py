@@ -7,7 +7,7 @@ with a fixed seed) in rounds that interleave the two precisions: zero_grad, forw
 loss (under autocast for bfloat16), backward, clipping and an AdamW step, as the trainer
 takes them. Reported: the median milliseconds per update of each and their ratio, and the
 loss of the first batch in each precision (from the same weights) to show what bfloat16
-changes in it.
+changes in it, and which of the two ``train.precision: auto`` picks on this device.
 
     OMP_NUM_THREADS=1 python -m benchmarks.precision configs/sst5-minilm-vanilla.yaml --threads 1
 """
@@ -32,6 +32,7 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.data.batching import bucket_batches
+from treeattn.engine.precision import AUTO, resolve_precision
 from treeattn.tasks import load_config, make_task
 
 PRECISIONS = ("float32", "bfloat16")
@@ -90,7 +91,8 @@ def main() -> None:
         for p in PRECISIONS
     ]
     headers = ["precision", "ms / update", "speed vs float32", "first batch's loss"]
-    markdown = markdown_table(headers, rows)
+    chosen, why = resolve_precision(AUTO, device)
+    markdown = markdown_table(headers, rows) + f"\n\ntrain.precision: auto picks {chosen} ({why})"
     info = machine_info(device)
     print(f"{machine_line(info)}, {args.config}\n\n{markdown}")
     write_results(
@@ -101,6 +103,7 @@ def main() -> None:
         markdown,
         times=times,
         first_loss=first_loss,
+        auto=chosen,
     )
 
 

@@ -149,7 +149,7 @@ def test_invalid_settings_are_refused_before_any_work():
         ("data.train_size=0", "data.train_size must be at least 1"),
         ("model.n_heads=3", "not divisible by model.n_heads=3"),
         ("model.dropout=1.5", "model.dropout=1.5 is out of range"),
-        ("train.precision=float16", "train.precision='float16'; use float32 or bfloat16"),
+        ("train.precision=float16", "train.precision='float16'; use auto, float32, bfloat16"),
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             load_config(None, [override])
@@ -269,3 +269,34 @@ def test_bfloat16_training_multiplies_in_bfloat16_and_keeps_float32_weights(tmp_
     assert seen == {"train": {torch.bfloat16}, "eval": {torch.float32}}
     weights = load_checkpoint(tmp_path / "best.pt")["model"]
     assert {w.dtype for w in weights.values() if w.is_floating_point()} == {torch.float32}
+    assert results["precision"] == "bfloat16"
+
+
+def test_auto_precision_is_bfloat16_only_where_the_hardware_computes_it(tmp_path, monkeypatch):
+    from treeattn.engine import precision
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f\n", encoding="utf-8")
+    assert precision.cpu_flags(cpuinfo) == {"fpu", "sse2", "avx2", "avx512f"}
+    assert precision.cpu_flags(tmp_path / "none") == frozenset()
+    cpu = torch.device("cpu")
+    assert not precision.native_bfloat16(cpu, frozenset({"avx2", "avx512f"}))
+    assert precision.native_bfloat16(cpu, frozenset({"avx2", "avx512_bf16"}))
+    assert precision.native_bfloat16(cpu, frozenset({"amx_bf16"}))
+    assert precision.resolve_precision("float32", cpu)[0] == "float32"
+    assert precision.resolve_precision("bfloat16", cpu)[0] == "bfloat16"
+    for flags, chosen in (
+        (frozenset({"avx2"}), "float32"),
+        (frozenset({"avx512_bf16"}), "bfloat16"),
+    ):
+        monkeypatch.setattr(precision, "cpu_flags", lambda flags=flags: flags)
+        assert precision.resolve_precision("auto", cpu)[0] == chosen
+
+
+def test_an_auto_run_says_and_records_what_it_chose(tmp_path, capsys):
+    from treeattn.engine.precision import resolve_precision
+
+    results = train(tiny_config(tmp_path, "train.precision=auto", "train.epochs=1"))
+    chosen, why = resolve_precision("auto", torch.device("cpu"))
+    assert results["precision"] == chosen
+    assert f"precision: {chosen} ({why})" in capsys.readouterr().err

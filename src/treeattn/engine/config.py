@@ -14,8 +14,9 @@ from typing import Any
 
 import yaml
 
+from treeattn.engine.precision import PRECISIONS
+
 SCHEDULES = ("linear", "inverse_sqrt")
-PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass
@@ -46,8 +47,9 @@ class TrainConfig:
     keep_every: int | None = None  # keep the weights every k updates, as step-K.pt
     log_every: int = 20
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    # float32, or bfloat16: the training forward pass under autocast (matrix products in
-    # bfloat16; the weights, gradients, optimizer and evaluation stay float32)
+    # float32; bfloat16: the training forward pass under autocast (matrix products in
+    # bfloat16; the weights, gradients, optimizer and evaluation stay float32); auto:
+    # bfloat16 where the hardware computes it natively, else float32 (engine/precision.py)
     precision: str = "float32"
     progress: bool = True  # a progress bar, on a terminal only
 
@@ -93,7 +95,7 @@ class Config:
             )
         if t.precision not in PRECISIONS:
             raise ValueError(
-                f"{where}: train.precision={t.precision!r}; use {' or '.join(PRECISIONS)}"
+                f"{where}: train.precision={t.precision!r}; use {', '.join(PRECISIONS)}"
             )
         if t.schedule == "inverse_sqrt" and t.warmup_steps < 1:
             raise ValueError(f"{where}: train.schedule=inverse_sqrt needs train.warmup_steps >= 1")

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 # What the engine itself writes into results.json; every other number is a task's score.
-RUN_KEYS = ("finished", "params", "train_seconds", "global_step", "best_epoch", "best_step")
+RUN_KEYS = (
+    "finished",
+    "params",
+    "precision",
+    "train_seconds",
+    "global_step",
+    "best_epoch",
+    "best_step",
+)
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from treeattn.data.batching import bucket_batches, shard_batches
 from treeattn.engine.checkpoint import load_checkpoint, save_checkpoint, task_state
 from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import Replica, setup_replica, teardown_replica
+from treeattn.engine.precision import AUTO, resolve_precision
 from treeattn.engine.schedule import group_factors
 from treeattn.engine.task import Task
 from treeattn.viz.curves import plot_learning_curve
@@ -249,6 +250,9 @@ class Trainer:
             self.optimizer, group_factors(cfg.train, self._total_updates(), groups)
         )
         self.progress = Progress()
+        self.precision, why = resolve_precision(cfg.train.precision, replica.device)
+        if cfg.train.precision == AUTO and replica.is_main:
+            _say(f"precision: {self.precision} ({why})")
         # Only now that the data and model are known to be good: a failed start leaves no
         # empty folder behind.
         self.out.mkdir(parents=True, exist_ok=True)
@@ -331,6 +335,7 @@ class Trainer:
         results: dict[str, Any] = {
             "finished": not stopped,
             "params": count_parameters(self.model),
+            "precision": self.precision,
             "train_seconds": round(self.progress.train_seconds, 2),
             "global_step": self.progress.global_step,
             "best_epoch": self.progress.best_epoch,
@@ -369,7 +374,7 @@ class Trainer:
         )
         started = time.perf_counter()
         stopped = False
-        bfloat16 = cfg.train.precision == "bfloat16"
+        bfloat16 = self.precision == "bfloat16"
         for indices in batches[progress.step_in_epoch :]:
             batch = self.train_set.batch(indices).to(self.replica.device)
             self.optimizer.zero_grad(set_to_none=True)
