@@ -51,14 +51,15 @@ def test_tokenization_is_the_treebank_one():
 
 def test_a_parser_file_loads_and_parses_in_input_order(toy_parser, tmp_path):
     parser = Parser.load(toy_parser)
-    sentences = ["the cat sat on the mat .", "a dog ran .", "it saw the dog .", "the dog sat ."]
-    parsed = parser.parse(sentences, tokenized=True)
+    lines = ["the cat sat on the mat .", "a dog ran .", "it saw the dog .", "the dog sat ."]
+    sentences = [line.split() for line in lines]
+    parsed = parser.parse(sentences)
     # Batches sort by length; the results still come in input order.
-    assert [p.words for p in parsed] == [s.split() for s in sentences]
+    assert [p.words for p in parsed] == sentences
     assert all(p.tree.leaves() == p.words for p in parsed)
     assert [len(p.dependencies.heads) for p in parsed] == [7, 4, 5, 4]
     checkpoint = Parser.load(toy_parser.parent / "run" / "best.pt")
-    again = checkpoint.parse(sentences, tokenized=True)
+    again = checkpoint.parse(sentences)
     assert [p.tree for p in again] == [p.tree for p in parsed]  # float16 weights agree
 
 
@@ -216,8 +217,8 @@ def test_the_shipped_parser_parses_raw_text_out_of_the_box(tmp_path):
 
 def test_brackets_in_the_input_are_escaped_so_the_trees_read_back(toy_parser):
     parser = Parser.load(toy_parser)
-    for tokenized, sentence in ((True, "a dog ( ran ) :-)"), (False, "A dog (ran) :-)")):
-        tree = parser.parse([sentence], tokenized=tokenized)[0].tree
+    for sentence in (["a", "dog", "(", "ran", ")", ":-)"], "A dog (ran) :-)"):
+        tree = parser.parse([sentence])[0].tree
         assert "-LRB-" in tree.leaves() and not any("(" in w or ")" in w for w in tree.leaves())
         assert Tree.parse(tree.to_brackets()) == tree
 
@@ -275,3 +276,18 @@ def test_a_line_of_two_sentences_is_split_on_request_and_else_named(toy_parser, 
     assert "# sent_id = 2.2\n# text = Then I slept.\n" in captured.out
     assert main(args) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_word_lists_parse_as_the_text_they_tokenize_from(toy_parser):
+    # Words are taken as they are: no join and split again, so the trees are the raw text's
+    # wherever the tokenizer gives those words.
+    parser = Parser.load(toy_parser)
+    texts = ["The cat sat on the mat.", "A dog (a big one) ran.", "It wasn't the dog."]
+    words = [tokenize(text) for text in texts]
+    from_words, from_text = parser.parse(words), parser.parse(texts)
+    assert [p.words for p in from_words] == words
+    assert [p.tree for p in from_words] == [p.tree for p in from_text]
+    with pytest.raises(ValueError, match="input:2: a word is empty or holds white space"):
+        parser.parse([["a", "dog"], ["New York", "sleeps"]])
+    with pytest.raises(TypeError, match="a str or a list of words"):
+        parser.parse([["a", "dog"], [1, 2]])

@@ -80,10 +80,8 @@ def _parse(args: argparse.Namespace) -> int:
                 )
         started = time.perf_counter()
         # The words go in as split here, so that each keeps its place in the line.
-        words = [" ".join(sentence.words) for sentence in sentences]
         parsed = parser.parse(
-            words,
-            tokenized=True,
+            [sentence.words for sentence in sentences],
             progress=sys.stderr.isatty(),
             where=where,
             dependencies=args.dependencies,

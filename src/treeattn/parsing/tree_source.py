@@ -171,9 +171,7 @@ class TreeSource:
                 for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
                     tree.check_leaves(words, str(path), k + 1)
                 return trees
-        parsed = Parser.load(self.parser).parse(
-            [" ".join(w) for w in sentences], tokenized=True, progress=progress, where=where
-        )
+        parsed = Parser.load(self.parser).parse(sentences, progress=progress, where=where)
         trees = [p.tree for p in parsed]
         if any(tree is None for tree in trees):
             raise ValueError(
