@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,9 @@ import pytest
 from tests.helpers import train
 from tests.test_parser import SMALL, TOY
 from treeattn.cli import main
+from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.parsing import Parser
+from treeattn.parsing.tree_source import parser_identity
 from treeattn.tasks import load_config
 from treeattn.trees import Tree
 from treeattn.trees.dependency import read_conllu
@@ -142,6 +146,45 @@ def test_raw_sentences_reach_models_that_read_trees_through_the_parser(
     assert main(args) == 0
     assert all(label in ("pos", "neg") for label in capsys.readouterr().out.split())
     assert len(text.read_text().splitlines()) == 2
+
+
+def test_a_model_trained_on_a_parsers_trees_refuses_another_parser_unless_told(
+    toy_parser, tmp_path, capsys, monkeypatch
+):
+    # SST of a few toy trees, trained on the toy parser's trees of their words.
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    sst = tmp_path / "data" / "sst"
+    sst.mkdir(parents=True)
+    neutral = [re.sub(r"\(\S+", "(2", t) for t in TOY]  # every node labeled
+    rows = [f"({3 if 'cat' in t else 1}{t[2:]}" for t in neutral]
+    for split in ("train", "dev", "test"):
+        (sst / f"{split}.txt").write_text("".join(row + "\n" for row in rows * 2))
+    run = tmp_path / "run"
+    settings = ["data.name=sst5", f"data.root={tmp_path / 'data'}", "data.trees=parser"]
+    settings += [f"data.parser={toy_parser}", "model.attention=distance", "model.d_model=16"]
+    settings += ["model.n_heads=2", "model.d_ff=32", "train.epochs=1", "train.progress=false"]
+    train(load_config(None, [*settings, f"out_dir={run}"]))
+    record = load_checkpoint(run / "best.pt")["task_state"]["trees"]
+    assert record == {"source": "parser", **parser_identity(str(toy_parser))}
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on the mat .\n")
+    predict = ["predict", str(run / "best.pt"), str(text)]
+    assert main(predict) == 0  # the parser the model names
+    moved = tmp_path / "moved.safetensors"
+    shutil.copy(toy_parser, moved)
+    assert main([*predict, "--parser", str(moved)]) == 0  # the same parser, moved
+    capsys.readouterr()
+    for command in (predict, ["evaluate", str(run / "best.pt"), "test"]):
+        assert main([*command, "--parser", "fast"]) == 2
+        assert f"trained on trees of the parser {toy_parser}" in capsys.readouterr().err
+        assert main([*command, "--trees", "parser", "--parser", "fast"]) == 0  # told
+    assert main([*predict, "--trees", "right-branching"]) == 0
+    with pytest.raises(SystemExit):  # files come with their sentences, not as a kind
+        main([*predict, "--trees", "files"])
+    assert "invalid choice: 'files'" in capsys.readouterr().err
+    # A model of a task that reads no trees says so.
+    assert main(["predict", str(toy_parser.parent / "run" / "best.pt"), "--parser", "fast"]) == 2
+    assert "a parse model reads no trees" in capsys.readouterr().err
 
 
 def test_sst_models_get_parser_trees_shaped_as_sst_trees():
