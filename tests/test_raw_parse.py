@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.helpers import train
 from tests.test_parser import SMALL, TOY
@@ -182,6 +183,11 @@ def test_a_model_trained_on_a_parsers_trees_refuses_another_parser_unless_told(
     with pytest.raises(SystemExit):  # files come with their sentences, not as a kind
         main([*predict, "--trees", "files"])
     assert "invalid choice: 'files'" in capsys.readouterr().err
+    # A checkpoint written before classify recorded its trees reads those its config names.
+    state = load_checkpoint(run / "best.pt")
+    del state["task_state"]["trees"]
+    torch.save(state, tmp_path / "older.pt")
+    assert main(["predict", str(tmp_path / "older.pt"), str(text), "--parser", "fast"]) == 0
     # A model of a task that reads no trees says so.
     assert main(["predict", str(toy_parser.parent / "run" / "best.pt"), "--parser", "fast"]) == 2
     assert "a parse model reads no trees" in capsys.readouterr().err
