@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ from tests.test_parser import SMALL, TOY
 from treeattn.cli import main
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.parsing import Parser
-from treeattn.parsing.tree_source import parser_identity
+from treeattn.parsing.tree_source import PARSER, TreeSource, parser_identity
 from treeattn.tasks import load_config
 from treeattn.trees import Tree
 from treeattn.trees.dependency import read_conllu
@@ -183,6 +184,18 @@ def test_a_model_trained_on_a_parsers_trees_refuses_another_parser_unless_told(
     with pytest.raises(SystemExit):  # files come with their sentences, not as a kind
         main([*predict, "--trees", "files"])
     assert "invalid choice: 'files'" in capsys.readouterr().err
+    # Trees of a file, one a line of the split, score as the same trees from their source.
+    given = tmp_path / "test.trees"
+    words = [Tree.parse(row).leaves() for row in rows * 2]
+    parsed = TreeSource(PARSER, str(toy_parser)).trees(words, "test", progress=False)
+    given.write_text("".join(tree.to_brackets() + "\n" for tree in parsed))
+    evaluate = ["evaluate", str(run / "best.pt"), "test", "--json"]
+    assert main(evaluate) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main([*evaluate, "--trees", str(given)]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    assert main([*evaluate, "--trees", str(tmp_path / "absent.trees")]) == 2
+    assert "or trees from a file" in capsys.readouterr().err
     # A checkpoint written before classify recorded its trees reads those its config names.
     state = load_checkpoint(run / "best.pt")
     del state["task_state"]["trees"]

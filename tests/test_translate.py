@@ -3,6 +3,7 @@ encoder-decoder, memorising a few pairs, resuming, and the ``translate`` command
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -16,7 +17,7 @@ from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.errors import FormatError
 from treeattn.models.inputs import InputEncoder
 from treeattn.parsing.parser import model_path
-from treeattn.parsing.tree_source import right_branching
+from treeattn.parsing.tree_source import PARSER, TreeSource, right_branching
 from treeattn.tasks import load_config, make_task
 from treeattn.trees import Tree
 from treeattn.trees.distance import gap_distances
@@ -303,6 +304,16 @@ def test_a_model_on_a_parsers_trees_refuses_another_parser_unless_told(prefixes,
     assert "--trees gold: this model reads parser, right-branching trees" in (
         capsys.readouterr().err
     )
+    # Trees of a file, one a line of the split, score as the same trees from their source.
+    val = [p.words for p in make_task(tiny(prefixes, tmp_path)).read(prefixes["val"])[0]]
+    parsed = TreeSource(PARSER, "fast").trees(val, "val", progress=False)
+    given = tmp_path / "val.trees"
+    given.write_text("".join(tree.to_brackets() + "\n" for tree in parsed))
+    evaluate = ["evaluate", str(run / "best.pt"), prefixes["val"], "--json"]
+    assert main(evaluate) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main([*evaluate, "--trees", str(given)]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
     # A model whose encoder reads no trees says so.
     plain = tmp_path / "plain"
     train(tiny(prefixes, plain, "model.attention=vanilla", "train.max_updates=1"))

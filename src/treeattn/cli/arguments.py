@@ -28,8 +28,8 @@ def add_overrides(p: argparse.ArgumentParser, scope: str = "") -> None:
     )
 
 
-# The kinds of tree source a command may choose (``treeattn.parsing.tree_source.KINDS``
-# but files, which come with their sentences); written out so that --help need not load
+# The kinds of tree source a command may name (``treeattn.parsing.tree_source.KINDS``
+# but files, which a command names by the file); written out so that --help need not load
 # torch. A test holds them to the tree source's.
 TREE_KINDS = ("gold", "parser", "right-branching")
 
@@ -56,9 +56,8 @@ def add_tree_options(p: argparse.ArgumentParser, files: str = "") -> None:
     )
 
 
-def use_tree_options(task: Task, args: argparse.Namespace) -> None:
-    """Give ``task`` the trees ``--trees`` and ``--parser`` ask for, if any;
-    a task whose model reads no trees refuses them."""
-    kind = args.trees if args.trees in TREE_KINDS else None
-    if kind is not None or args.parser is not None:
-        task.use_trees(kind, args.parser)
+def use_tree_options(task: Task, trees: str | None, parser: str | None) -> None:
+    """Give ``task`` the trees ``--trees`` and ``--parser`` ask for, if any (``trees``: a
+    kind or a file); a task whose model reads no trees refuses them."""
+    if trees is not None or parser is not None:
+        task.use_trees(trees, parser)

@@ -61,7 +61,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("data", help="split name or file")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    add_tree_options(p)
+    add_tree_options(p, "one bracketed tree a line, a line for each example of DATA")
     p.set_defaults(run=_evaluate)
 
 
@@ -69,7 +69,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
-    use_tree_options(trained.task, args)
+    use_tree_options(trained.task, args.trees, args.parser)
     if args.json:
         print(json.dumps(trained.evaluate(args.data), indent=2))
     else:
@@ -110,7 +110,7 @@ def _predict(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
-    use_tree_options(trained.task, args)
+    use_tree_options(trained.task, args.trees, args.parser)
     lines, where = read_lines(args.input)
     # Bracketed trees (a line starting with "(") hold no run-on sentence to warn about.
     sentences = ["" if line.lstrip().startswith("(") else line for line in lines]

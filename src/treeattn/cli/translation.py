@@ -71,7 +71,9 @@ def translate_lines(
     task = trained.task
     if not isinstance(task, TranslateTask):
         raise ValueError(f"{args.model}: a {trained.cfg.task} model, not a translation model")
-    use_tree_options(task, args)
+    # A file of trees is read here, one tree a line of the input, blank lines kept.
+    kind = args.trees if args.trees in TREE_KINDS else None
+    use_tree_options(task, kind, args.parser)
     split, beam, cache = args.split_sentences, args.beam, args.cache
     trees_file = None if args.trees in (None, *TREE_KINDS) else args.trees
     if split and trees_file is not None:

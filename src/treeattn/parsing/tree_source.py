@@ -14,8 +14,10 @@ One vocabulary names a source wherever it is chosen, for every task that reads t
   predict on for a model trained on gold trees: ``accurate`` (the default) or ``fast``,
   shipped with treeattn, or a parser file or parse checkpoint.
 - On the command line (``evaluate``, ``predict``, ``translate``), ``--trees KIND`` reads
-  other trees than the model trained on, said outright (``translate --trees FILE``: one
-  tree a line of the input), and ``--parser MODEL`` where the model's parser lies now.
+  other trees than the model trained on, said outright, or ``--trees FILE`` one's own
+  (``evaluate``: one bracketed tree a line, a line for each example of the data;
+  ``translate``: one a line of the input), and ``--parser MODEL`` says where the model's
+  parser lies now.
 
 A trained model records where its trees came from (``TreeSource.record``, in its
 checkpoint); a source made from that record (``TreeSource.trained``) refuses a parser
@@ -111,7 +113,8 @@ class TreeSource:
     the parser's), ``parser`` (the parser ``parser``, default the one shipped with
     treeattn; sentences read with ``cache`` are parsed once and kept under
     ``$TREEATTN_CACHE``), ``right-branching``, or ``files`` (the trees come with the
-    sentences from files, e.g. ``data.tree_files``; asked for others, it is an error).
+    sentences from files: ``file``, one tree a line for the sentences asked for, or the
+    task's ``data.tree_files``; asked for others, it is an error).
 
     ``trained_on`` is the record of the model the trees are for: a parser with another
     hash is refused.
@@ -122,10 +125,11 @@ class TreeSource:
         kind: str = PARSER,
         parser: str | None = None,
         trained_on: dict[str, str] | None = None,
+        file: str | None = None,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown tree source {kind!r}; choose {', '.join(KINDS)}")
-        self.kind, self.parser, self.trained_on = kind, parser, trained_on
+        self.kind, self.parser, self.trained_on, self.file = kind, parser, trained_on, file
         # The parser that gave trees so far (its identity), for the checks of a resumed run.
         self.parsed_with: dict[str, str] | None = None
 
@@ -163,16 +167,22 @@ class TreeSource:
                 )
         return TreeSource.trained(record, self.parser)
 
-    def overridden(self, kind: str | None, parser: str | None, kinds: Sequence[str]) -> TreeSource:
-        """This source as a command changes it (``--trees``, ``--parser``). ``kind`` (one
-        of ``kinds``, those the model's data can have) chooses the trees outright, whatever
-        the model trained on; ``parser`` alone says where the model's parser lies, and a
-        parser other than the one the model was trained with stays refused."""
-        if kind is not None and kind not in kinds:
-            raise ValueError(f"--trees {kind}: this model reads {', '.join(kinds)} trees")
-        if kind is None:
-            return TreeSource(self.kind, parser or self.parser, self.trained_on)
-        return TreeSource(kind, parser or self.parser)
+    def overridden(self, trees: str | None, parser: str | None, kinds: Sequence[str]) -> TreeSource:
+        """This source as a command changes it (``--trees``, ``--parser``). ``trees``, one
+        of ``kinds`` (those the model's data can have) or a file of trees (one a line of
+        the sentences read next), chooses the trees outright, whatever the model trained
+        on; ``parser`` alone says where the model's parser lies, and a parser other than
+        the one the model was trained with stays refused."""
+        parser = parser or self.parser
+        if trees is None:
+            return TreeSource(self.kind, parser, self.trained_on)
+        if trees in kinds:
+            return TreeSource(trees, parser)
+        if trees not in KINDS and Path(trees).is_file():
+            return TreeSource(FILES, parser, file=trees)
+        raise ValueError(
+            f"--trees {trees}: this model reads {', '.join(kinds)} trees, or trees from a file"
+        )
 
     def trees(
         self,
@@ -186,6 +196,8 @@ class TreeSource:
         and seldom read twice; data splits are few)."""
         if self.kind == RIGHT_BRANCHING:
             return [right_branching(words) for words in sentences]
+        if self.kind == FILES and self.file is not None:
+            return read_tree_file(self.file, sentences, len(sentences))
         if self.kind == FILES:
             raise ValueError(
                 f"{where}: this model reads its trees from files (data.tree_files) and none "

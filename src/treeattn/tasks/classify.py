@@ -167,16 +167,17 @@ class ClassifyTask(Task):
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 
-    def use_trees(self, kind: str | None = None, parser: str | None = None) -> None:
-        """From now on read the trees of ``kind`` (one of the data set's ``tree_kinds``),
-        whichever the model trained on, and parse with ``parser`` (``TreeSource.overridden``)."""
+    def use_trees(self, trees: str | None = None, parser: str | None = None) -> None:
+        """From now on read ``trees`` (one of the data set's ``tree_kinds``, or a file of
+        trees), whichever the model trained on, and parse with ``parser``
+        (``TreeSource.overridden``)."""
         m, name = self.cfg.model, self.cfg.data.name
         if not self._entry.needs_trees:
             raise ValueError(
                 f"a {m.attention} model on {name} reads no trees: --trees and --parser do not apply"
             )
-        self.tree_source = self.tree_source.overridden(kind, parser, self.dataset.tree_kinds)
-        if kind is not None and self.dataset.phrase_level:
+        self.tree_source = self.tree_source.overridden(trees, parser, self.dataset.tree_kinds)
+        if trees is not None and self.dataset.phrase_level:
             # Phrase labels belong to the gold trees and to training, never to a score.
             self.dataset.settings = replace(self.dataset.settings, phrase_level=False)
 

@@ -271,7 +271,9 @@ class TranslateTask(Task):
         if source == self.train_split and d.train_fraction < 1:
             rows = rows[: max(1, round(d.train_fraction * len(rows)))]
         sentences = [self.words(line, where, k) for k, (line, _) in enumerate(rows, start=1)]
-        tree_file = d.tree_files.get(source) if self.tree_source.kind == FILES else None
+        # The split's file of the run's config, unless a command named one (``use_trees``).
+        split_file = self.tree_source.kind == FILES and self.tree_source.file is None
+        tree_file = d.tree_files.get(source) if split_file else None
         given = None if tree_file is None else read_tree_file(tree_file, sentences, split_lines)
         trees = self._trees(sentences, where, given)
         return [
@@ -344,17 +346,17 @@ class TranslateTask(Task):
         self.trees = state.get("trees")
         self.tree_source = self.tree_source.restored(self.trees)
 
-    def use_trees(self, kind: str | None = None, parser: str | None = None) -> None:
-        """From now on read the trees of ``kind`` (parser or right-branching), whichever
-        the model trained on, and parse with ``parser`` (``TreeSource.overridden``); trees
-        of your own go with the sentences (``sources``)."""
+    def use_trees(self, trees: str | None = None, parser: str | None = None) -> None:
+        """From now on read ``trees`` (parser, right-branching, or a file of trees, one a
+        line of what is read next), whichever the model trained on, and parse with
+        ``parser`` (``TreeSource.overridden``)."""
         if not self._entry.needs_trees:
             raise ValueError(
                 f"a {self.cfg.model.attention} translation model reads no trees: --trees "
                 "and --parser do not apply"
             )
-        # Files of trees go with the sentences they belong to, not with the source.
-        self.tree_source = self.tree_source.overridden(kind, parser, (PARSER, RIGHT_BRANCHING))
+        # Files are named one by one: a split's (data.tree_files) or the one given here.
+        self.tree_source = self.tree_source.overridden(trees, parser, (PARSER, RIGHT_BRANCHING))
 
     def encode(self, examples: Sequence[Pair], where: str) -> TranslationSet:
         return TranslationSet(self, examples, where)
