@@ -247,10 +247,13 @@ def test_settings_no_run_can_use_are_refused_by_key(tiny_dir, extra, message):
 
 
 def test_parser_trees_cannot_give_phrase_labels():
-    with pytest.raises(ValueError, match="data.trees=gold"):
-        make_task(
-            load_config(None, ["data.name=sst5", "data.trees=parser", "data.phrase_level=true"])
-        )
+    for trees in ("parser", "right-branching"):
+        with pytest.raises(ValueError, match=f"the {trees} trees do not have; use data.trees=gold"):
+            make_task(
+                load_config(
+                    None, ["data.name=sst5", f"data.trees={trees}", "data.phrase_level=true"]
+                )
+            )
 
 
 CONFIGS = sorted(Path(__file__).parent.parent.glob("configs/sst*-minilm-*.yaml"))
@@ -350,8 +353,10 @@ def test_a_model_trained_on_gold_trees_is_scored_on_the_parsers(tmp_path, monkey
     task.use_trees("gold")
     assert [str(ex.tree) for ex in task.read(str(path))[0]] == [str(ex.tree) for ex in gold]
     plain = make_task(load_config(None, ["data.name=sst5", "model.attention=vanilla"]))
-    with pytest.raises(ValueError, match="--trees: a vanilla model on sst5 has no trees"):
+    with pytest.raises(ValueError, match="a vanilla model on sst5 reads no trees"):
         plain.use_trees("parser")
+    with pytest.raises(ValueError, match="--trees files: this model reads gold, parser, right-"):
+        task.use_trees("files")
 
 
 def test_evaluate_refuses_trees_for_a_model_without_them(tmp_path, capsys):
@@ -361,4 +366,7 @@ def test_evaluate_refuses_trees_for_a_model_without_them(tmp_path, capsys):
     assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
     capsys.readouterr()
     assert main(["evaluate", str(tmp_path / "best.pt"), "test", "--trees", "parser"]) == 2
-    assert "--trees: a vanilla model on listops has no trees to choose" in capsys.readouterr().err
+    error = "a vanilla model on listops reads no trees: --trees and --parser do not apply"
+    assert error in capsys.readouterr().err
+    assert main(["predict", str(tmp_path / "best.pt"), "--parser", "fast"]) == 2
+    assert error in capsys.readouterr().err

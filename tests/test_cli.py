@@ -241,6 +241,18 @@ def test_train_and_evaluate_help_name_every_task_and_its_splits(capsys):
     assert "`treeattn mechanisms`" in train_help
 
 
+def test_the_tree_options_name_the_tree_sources_kinds(capsys):
+    from treeattn.cli.arguments import TREE_KINDS
+    from treeattn.parsing.tree_source import FILES, KINDS
+
+    # Files come with their sentences (translate --trees FILE), not as a kind to choose.
+    assert TREE_KINDS == tuple(kind for kind in KINDS if kind != FILES)
+    for command in ("evaluate", "predict", "translate"):
+        text = " ".join(_help(capsys, command).split())
+        assert "--trees KIND" in text and "--parser MODEL" in text, command
+        assert all(kind in text for kind in TREE_KINDS), command
+
+
 def test_parse_help_explains_every_option(capsys):
     text = _help(capsys, "parse")
     for option in ("--format", "--split-sentences", "--tokenized"):

@@ -72,7 +72,7 @@ def test_each_data_set_has_its_own_settings_and_the_shared_ones():
         "max_length",
         "operators",
     }
-    assert _settings(dataset_class("sst5")) == shared | {"root", "phrase_level", "trees"}
+    assert _settings(dataset_class("sst5")) == shared | {"root", "phrase_level", "trees", "parser"}
     assert _settings(dataset_class("sst2")) == _settings(dataset_class("sst5"))
     assert _settings(dataset_class("labeled")) == shared | {"paths"}
     assert "corpora" in _settings(dataset_class("text"))
@@ -107,6 +107,7 @@ def test_a_section_written_whole_before_drops_other_data_sets_keys():
         "root": None,
         "phrase_level": False,
         "trees": "gold",
+        "parser": None,
     }
     # Older runs wrote neither paths nor operators.
     older = {k: v for k, v in SHARED_SECTION.items() if k not in ("paths", "operators")}

@@ -168,8 +168,8 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
     run = tmp_path / "run"
     train(load_config(None, settings(tiny_dir, toy_treebank, run, "train.epochs=2")))
     checkpoint = Parser.load(run / "best.pt", device="cpu")
-    sentences = ["the cat sat on the mat .", "a dog saw it ."]
-    expected = checkpoint.parse(sentences, tokenized=True)
+    sentences = [["the", "cat", "sat", "on", "the", "mat", "."], ["a", "dog", "saw", "it", "."]]
+    expected = checkpoint.parse(sentences)
     path = checkpoint.save(tmp_path / "parser.safetensors", compact=False)
     stored = load_file(str(path))
     assert "backbone.encoder.layers.2.query.weight" in stored  # tuned
@@ -177,7 +177,7 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
     assert not any(k.startswith("backbone.encoder.layers.0.") for k in stored)  # frozen
     assert not any(k.startswith("backbone.encoder.embeddings.") for k in stored)
     loaded = Parser.load(path, device="cpu")
-    parsed = loaded.parse(sentences, tokenized=True)
+    parsed = loaded.parse(sentences)
     for a, b in zip(expected, parsed, strict=True):
         assert str(a.tree) == str(b.tree)
         assert a.dependencies.heads == b.dependencies.heads
@@ -197,7 +197,7 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
     step = (trained - source).abs().amax(dim=1, keepdim=True) / 127
     error = (rebuilt.model.backbone.encoder.layers[2].query.weight - trained).abs()
     assert bool((error <= step / 2 + 1e-6).all()) and bool((trained != source).any())
-    assert len(rebuilt.parse(sentences, tokenized=True)) == 2
+    assert len(rebuilt.parse(sentences)) == 2
     # int8 quantizes the parser's own layers and leaves the pretrained ones in float32.
     modules = dict(Parser.load(path, device="cpu", int8=True).model.named_modules())
     assert type(modules["backbone.encoder.layers.2.query"]) is torch.nn.Linear

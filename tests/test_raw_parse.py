@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.helpers import train
 from tests.test_parser import SMALL, TOY
 from treeattn.cli import main
+from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.parsing import Parser
+from treeattn.parsing.tree_source import PARSER, TreeSource, parser_identity
 from treeattn.tasks import load_config
 from treeattn.trees import Tree
 from treeattn.trees.dependency import read_conllu
@@ -51,14 +57,15 @@ def test_tokenization_is_the_treebank_one():
 
 def test_a_parser_file_loads_and_parses_in_input_order(toy_parser, tmp_path):
     parser = Parser.load(toy_parser)
-    sentences = ["the cat sat on the mat .", "a dog ran .", "it saw the dog .", "the dog sat ."]
-    parsed = parser.parse(sentences, tokenized=True)
+    lines = ["the cat sat on the mat .", "a dog ran .", "it saw the dog .", "the dog sat ."]
+    sentences = [line.split() for line in lines]
+    parsed = parser.parse(sentences)
     # Batches sort by length; the results still come in input order.
-    assert [p.words for p in parsed] == [s.split() for s in sentences]
+    assert [p.words for p in parsed] == sentences
     assert all(p.tree.leaves() == p.words for p in parsed)
     assert [len(p.dependencies.heads) for p in parsed] == [7, 4, 5, 4]
     checkpoint = Parser.load(toy_parser.parent / "run" / "best.pt")
-    again = checkpoint.parse(sentences, tokenized=True)
+    again = checkpoint.parse(sentences)
     assert [p.tree for p in again] == [p.tree for p in parsed]  # float16 weights agree
 
 
@@ -143,6 +150,62 @@ def test_raw_sentences_reach_models_that_read_trees_through_the_parser(
     assert len(text.read_text().splitlines()) == 2
 
 
+def test_a_model_trained_on_a_parsers_trees_refuses_another_parser_unless_told(
+    toy_parser, tmp_path, capsys, monkeypatch
+):
+    # SST of a few toy trees, trained on the toy parser's trees of their words.
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    sst = tmp_path / "data" / "sst"
+    sst.mkdir(parents=True)
+    neutral = [re.sub(r"\(\S+", "(2", t) for t in TOY]  # every node labeled
+    rows = [f"({3 if 'cat' in t else 1}{t[2:]}" for t in neutral]
+    for split in ("train", "dev", "test"):
+        (sst / f"{split}.txt").write_text("".join(row + "\n" for row in rows * 2))
+    run = tmp_path / "run"
+    settings = ["data.name=sst5", f"data.root={tmp_path / 'data'}", "data.trees=parser"]
+    settings += [f"data.parser={toy_parser}", "model.attention=distance", "model.d_model=16"]
+    settings += ["model.n_heads=2", "model.d_ff=32", "train.epochs=1", "train.progress=false"]
+    train(load_config(None, [*settings, f"out_dir={run}"]))
+    record = load_checkpoint(run / "best.pt")["task_state"]["trees"]
+    assert record == {"source": "parser", **parser_identity(str(toy_parser))}
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on the mat .\n")
+    predict = ["predict", str(run / "best.pt"), str(text)]
+    assert main(predict) == 0  # the parser the model names
+    moved = tmp_path / "moved.safetensors"
+    shutil.copy(toy_parser, moved)
+    assert main([*predict, "--parser", str(moved)]) == 0  # the same parser, moved
+    capsys.readouterr()
+    for command in (predict, ["evaluate", str(run / "best.pt"), "test"]):
+        assert main([*command, "--parser", "fast"]) == 2
+        assert f"trained on trees of the parser {toy_parser}" in capsys.readouterr().err
+        assert main([*command, "--trees", "parser", "--parser", "fast"]) == 0  # told
+    assert main([*predict, "--trees", "right-branching"]) == 0
+    with pytest.raises(SystemExit):  # files come with their sentences, not as a kind
+        main([*predict, "--trees", "files"])
+    assert "invalid choice: 'files'" in capsys.readouterr().err
+    # Trees of a file, one a line of the split, score as the same trees from their source.
+    given = tmp_path / "test.trees"
+    words = [Tree.parse(row).leaves() for row in rows * 2]
+    parsed = TreeSource(PARSER, str(toy_parser)).trees(words, "test", progress=False)
+    given.write_text("".join(tree.to_brackets() + "\n" for tree in parsed))
+    evaluate = ["evaluate", str(run / "best.pt"), "test", "--json"]
+    assert main(evaluate) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main([*evaluate, "--trees", str(given)]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    assert main([*evaluate, "--trees", str(tmp_path / "absent.trees")]) == 2
+    assert "or trees from a file" in capsys.readouterr().err
+    # A checkpoint written before classify recorded its trees reads those its config names.
+    state = load_checkpoint(run / "best.pt")
+    del state["task_state"]["trees"]
+    torch.save(state, tmp_path / "older.pt")
+    assert main(["predict", str(tmp_path / "older.pt"), str(text), "--parser", "fast"]) == 0
+    # A model of a task that reads no trees says so.
+    assert main(["predict", str(toy_parser.parent / "run" / "best.pt"), "--parser", "fast"]) == 2
+    assert "a parse model reads no trees" in capsys.readouterr().err
+
+
 def test_sst_models_get_parser_trees_shaped_as_sst_trees():
     from treeattn.tasks import make_task
 
@@ -216,8 +279,8 @@ def test_the_shipped_parser_parses_raw_text_out_of_the_box(tmp_path):
 
 def test_brackets_in_the_input_are_escaped_so_the_trees_read_back(toy_parser):
     parser = Parser.load(toy_parser)
-    for tokenized, sentence in ((True, "a dog ( ran ) :-)"), (False, "A dog (ran) :-)")):
-        tree = parser.parse([sentence], tokenized=tokenized)[0].tree
+    for sentence in (["a", "dog", "(", "ran", ")", ":-)"], "A dog (ran) :-)"):
+        tree = parser.parse([sentence])[0].tree
         assert "-LRB-" in tree.leaves() and not any("(" in w or ")" in w for w in tree.leaves())
         assert Tree.parse(tree.to_brackets()) == tree
 
@@ -275,3 +338,18 @@ def test_a_line_of_two_sentences_is_split_on_request_and_else_named(toy_parser, 
     assert "# sent_id = 2.2\n# text = Then I slept.\n" in captured.out
     assert main(args) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_word_lists_parse_as_the_text_they_tokenize_from(toy_parser):
+    # Words are taken as they are: no join and split again, so the trees are the raw text's
+    # wherever the tokenizer gives those words.
+    parser = Parser.load(toy_parser)
+    texts = ["The cat sat on the mat.", "A dog (a big one) ran.", "It wasn't the dog."]
+    words = [tokenize(text) for text in texts]
+    from_words, from_text = parser.parse(words), parser.parse(texts)
+    assert [p.words for p in from_words] == words
+    assert [p.tree for p in from_words] == [p.tree for p in from_text]
+    with pytest.raises(ValueError, match="input:2: a word is empty or holds white space"):
+        parser.parse([["a", "dog"], ["New York", "sleeps"]])
+    with pytest.raises(TypeError, match="a str or a list of words"):
+        parser.parse([["a", "dog"], [1, 2]])

@@ -3,6 +3,9 @@ encoder-decoder, memorising a few pairs, resuming, and the ``translate`` command
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 import torch
 
@@ -13,7 +16,8 @@ from treeattn.data.multi30k import load_multi30k
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.errors import FormatError
 from treeattn.models.inputs import InputEncoder
-from treeattn.parsing.tree_source import right_branching
+from treeattn.parsing.parser import model_path
+from treeattn.parsing.tree_source import PARSER, TreeSource, right_branching
 from treeattn.tasks import load_config, make_task
 from treeattn.trees import Tree
 from treeattn.trees.distance import gap_distances
@@ -281,6 +285,50 @@ def test_translate_keeps_the_trees_of_its_input_only_with_cache(prefixes, tmp_pa
     assert len(set(kept.glob("*.txt")) - splits) == 1
 
 
+def test_a_model_on_a_parsers_trees_refuses_another_parser_unless_told(prefixes, tmp_path, capsys):
+    run = tmp_path / "run"
+    extra = ("model.attention=distance", "data.trees=parser", "data.parser=fast")
+    train(tiny(prefixes, run, *extra, "train.epochs=1"))
+    text = tmp_path / "in.txt"
+    text.write_text("A dog runs.\n")
+    moved = tmp_path / "moved.safetensors"
+    shutil.copy(model_path("fast"), moved)
+    for command in ("predict", "translate"):
+        args = [command, str(run / "best.pt"), str(text)]
+        assert main(args) == 0 and main([*args, "--parser", str(moved)]) == 0
+        capsys.readouterr()
+        assert main([*args, "--parser", "accurate"]) == 2
+        assert "trained on trees of the parser fast" in capsys.readouterr().err
+        assert main([*args, "--trees", "right-branching", "--parser", "accurate"]) == 0
+    assert main(["evaluate", str(run / "best.pt"), prefixes["val"], "--trees", "gold"]) == 2
+    assert "--trees gold: this model reads parser, right-branching trees" in (
+        capsys.readouterr().err
+    )
+    # Trees of a file, one a line of the split, score as the same trees from their source.
+    val = [p.words for p in make_task(tiny(prefixes, tmp_path)).read(prefixes["val"])[0]]
+    parsed = TreeSource(PARSER, "fast").trees(val, "val", progress=False)
+    given = tmp_path / "val.trees"
+    given.write_text("".join(tree.to_brackets() + "\n" for tree in parsed))
+    evaluate = ["evaluate", str(run / "best.pt"), prefixes["val"], "--json"]
+    assert main(evaluate) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main([*evaluate, "--trees", str(given)]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    # A model whose encoder reads no trees says so.
+    plain = tmp_path / "plain"
+    train(tiny(prefixes, plain, "model.attention=vanilla", "train.max_updates=1"))
+    assert main(["translate", str(plain / "best.pt"), str(text), "--parser", "fast"]) == 2
+    assert "a vanilla translation model reads no trees" in capsys.readouterr().err
+
+
+def test_trees_from_files_are_named_outright():
+    sets = ["task=translate", "model.attention=distance"]
+    with pytest.raises(ValueError, match="data.trees=files reads data.tree_files"):
+        load_config(None, [*sets, "data.tree_files.train=train.trees"])
+    with pytest.raises(ValueError, match="data.trees='files' with no files"):
+        load_config(None, [*sets, "data.trees=files"])
+
+
 def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, tmp_path, capsys):
     assert main(["cross-attention", str(checkpoint), "val"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
@@ -330,7 +378,7 @@ def test_a_run_on_tree_files_needs_one_for_every_split_and_cuts_it_with_the_line
     sentences = [p.words for p in fitted(prefixes, tmp_path)[1]]
     trees = tmp_path / "train.trees"
     trees.write_text("".join(flat(words).to_brackets() + "\n" for words in sentences))
-    extra = ("model.attention=distance", f"data.tree_files.train={trees}")
+    extra = ("model.attention=distance", "data.trees=files", f"data.tree_files.train={trees}")
     task, pairs, _ = fitted(prefixes, tmp_path, *extra, "data.train_fraction=0.5")
     assert [p.tree for p in pairs] == [flat(words) for words in sentences[:30]]
     assert task.trees == {"source": "files"}

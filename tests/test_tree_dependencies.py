@@ -29,6 +29,7 @@ SENTENCES = [
     "it sat on a cat .",
     "the mat saw a dog ran .",
 ]
+WORDS = [sentence.split() for sentence in SENTENCES]
 UD_TREES = [
     DependencyTree(["the", "cat", "sat"], [2, 3, 0], ["det", "nsubj", "root"]),
     DependencyTree(["dogs", "saw", "cats"], [2, 0, 2], ["nsubj", "root", "obj"]),
@@ -92,7 +93,7 @@ def test_a_hand_made_tree_gives_the_conllu_worked_out_by_hand():
 
 
 def test_parser_output_dependencies_are_its_trees_conversion_by_default(ptb_parser):
-    for parse in ptb_parser.parse(SENTENCES, tokenized=True):
+    for parse in ptb_parser.parse(WORDS):
         converted = to_dependency(parse.tree)
         assert parse.dependencies.heads == converted.heads
         assert parse.dependencies.relations == converted.relations
@@ -101,8 +102,8 @@ def test_parser_output_dependencies_are_its_trees_conversion_by_default(ptb_pars
 
 
 def test_the_independent_option_gives_the_arc_decoders_heads(ptb_parser):
-    parsed = ptb_parser.parse(SENTENCES, tokenized=True, dependencies="independent")
-    data = ptb_parser.encode([s.split() for s in SENTENCES])
+    parsed = ptb_parser.parse(WORDS, dependencies="independent")
+    data = ptb_parser.encode(WORDS)
     batch = data.batch(list(range(len(SENTENCES))))
     with torch.no_grad():
         out = ptb_parser.model(batch.words, batch.chars, batch.pad_mask, sentences=batch.sentences)
@@ -116,9 +117,9 @@ def test_the_independent_option_gives_the_arc_decoders_heads(ptb_parser):
 
 def test_the_dependency_kind_is_checked(ptb_parser, ud_parser):
     with pytest.raises(ValueError, match="dependencies='tree'; one of from-tree, independent"):
-        ptb_parser.parse(SENTENCES[:1], tokenized=True, dependencies="tree")
+        ptb_parser.parse(WORDS[:1], dependencies="tree")
     with pytest.raises(ValueError, match="dependency-only parser has no tree"):
-        ud_parser.parse(["the cat sat"], tokenized=True, dependencies="from-tree")
+        ud_parser.parse([["the", "cat", "sat"]], dependencies="from-tree")
 
 
 def test_brackets_and_conllu_of_the_parse_command_agree(ptb_parser, tmp_path, capsys):
@@ -167,7 +168,7 @@ def test_a_ud_parser_gives_root_to_its_root_word_alone(ud_parser, tmp_path, caps
     with torch.no_grad():
         ud_parser.model.rel.weight[root, -1, -1] += 100.0
     sentences = ["the cat sat", "dogs saw cats", "cats saw the dogs sat", "the the cat"]
-    for parse in ud_parser.parse(sentences, tokenized=True):
+    for parse in ud_parser.parse([s.split() for s in sentences]):
         deps = parse.dependencies
         assert [r == "root" for r in deps.relations] == [h == 0 for h in deps.heads]
         assert (

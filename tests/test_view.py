@@ -648,7 +648,7 @@ def test_a_parsers_page_shows_its_trees_and_label_heads(tmp_path, browser):
         assert over["cols"] == ["<s>", *line.split(), "</s>"]
         weights = torch.tensor(over["values"][0]).view(len(over["rows"]), -1) / SCALE
         assert torch.allclose(weights.sum(-1), torch.ones(len(weights)), atol=0.01)
-        expected = label_head_contributions(parser, line, tokenized=True)
+        expected = label_head_contributions(parser, line.split())
         assert len(spans["rows"]) == len(expected)
         shares = torch.tensor(spans["values"][0]).view(len(expected), -1) / SCALE
         contributions = torch.tensor([span.contributions for span in expected])

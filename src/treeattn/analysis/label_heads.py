@@ -40,9 +40,7 @@ def head_contributions(span_vectors: torch.Tensor, n_heads: int) -> torch.Tensor
 
 
 @torch.no_grad()
-def label_head_contributions(
-    parser: Parser, sentence: str, tokenized: bool = False
-) -> list[SpanContributions]:
+def label_head_contributions(parser: Parser, sentence: str | list[str]) -> list[SpanContributions]:
     """Each constituent the parser predicts for ``sentence``, with the contribution of every
     label attention head; the parser must have been trained without the position-wise
     feed-forward layer, with concatenated heads."""
@@ -56,7 +54,7 @@ def label_head_contributions(
         )
     if not parser.constituency:
         raise ValueError("head contributions are for constituency parsers")
-    words = parser.words([sentence], tokenized)[0]
+    words = parser.words([sentence])[0]
 
     batch = parser.encode([words]).batch([0])
     batch = batch.to(parser.device)
@@ -103,9 +101,10 @@ class LabelHeads:
         )
 
 
-def label_heads(parser: Parser, sentence: str, tokenized: bool = False) -> LabelHeads:
+def label_heads(parser: Parser, sentence: str | list[str]) -> LabelHeads:
     """``label_head_contributions``; a sentence with no predicted constituent is an error."""
-    spans = label_head_contributions(parser, sentence, tokenized)
+    spans = label_head_contributions(parser, sentence)
     if not spans:
         raise ValueError("the parser predicts no constituent for this sentence")
-    return LabelHeads(sentence, spans)
+    text = sentence if isinstance(sentence, str) else " ".join(sentence)
+    return LabelHeads(text, spans)

@@ -200,8 +200,9 @@ def _trees_for(saved: Trained, examples: list[LabeledSentence], where: str):
     if induces or all(ex.tree is not None for ex in examples):
         return examples
     missing = [i for i, ex in enumerate(examples) if ex.tree is None]
-    source = TreeSource(PARSER, None, cache=False)
-    found = source.trees([examples[i].tokens for i in missing], where, progress=False)
+    # The model's own tree source; a task that keeps none (mlm) is shown the parser's trees.
+    source = getattr(saved.task, "tree_source", None) or TreeSource(PARSER)
+    found = source.trees([examples[i].tokens for i in missing], where, progress=False, cache=False)
     out = list(examples)
     for i, tree in zip(missing, found, strict=True):
         out[i] = LabeledSentence(examples[i].tokens, examples[i].label, tree)
@@ -405,7 +406,7 @@ def parser_view_data(
     n_heads = top.n_heads
     heads = min(n_heads, max_heads)
     head_names = [f"head {h + 1}" for h in range(heads)]
-    parses = parser.parse(list(sentences), tokenized=True, where=where)
+    parses = parser.parse([sentence.split() for sentence in sentences], where=where)
     seen: list[torch.Tensor] = []
     hook = top.register_forward_hook(lambda m, inputs, _out: seen.append(m.head_weights(*inputs)))
     shown = []
@@ -427,7 +428,7 @@ def parser_view_data(
                 )
             ]
             try:
-                spans = label_head_contributions(parser, " ".join(parse.words), tokenized=True)
+                spans = label_head_contributions(parser, parse.words)
             except ValueError as why:  # heads mixed after the layer: no share per head
                 spans = []
                 panels[0]["note"] += f"; no contribution per span: {why}"
@@ -483,7 +484,7 @@ def view_page(
             examples, where = saved.read(split)
             words = [example.words for example in examples]
         else:  # raw text, tokenized as the parser tokenizes it
-            words = parser.words(list(lines[:max_sentences]), False, where)
+            words = parser.words(list(lines[:max_sentences]), where)
         shown = [" ".join(sentence) for sentence in words[:max_sentences]]
         total = len(words) if lines is None else len(lines)
         title = str(checkpoint)

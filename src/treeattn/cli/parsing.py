@@ -80,10 +80,8 @@ def _parse(args: argparse.Namespace) -> int:
                 )
         started = time.perf_counter()
         # The words go in as split here, so that each keeps its place in the line.
-        words = [" ".join(sentence.words) for sentence in sentences]
         parsed = parser.parse(
-            words,
-            tokenized=True,
+            [sentence.words for sentence in sentences],
             progress=sys.stderr.isatty(),
             where=where,
             dependencies=args.dependencies,
@@ -130,7 +128,8 @@ def _label_heads(args: argparse.Namespace) -> int:
     from treeattn.analysis.label_heads import label_heads
     from treeattn.parsing import Parser
 
-    heads = label_heads(Parser.load(args.model), args.sentence, args.tokenized)
+    sentence = args.sentence.split() if args.tokenized else args.sentence
+    heads = label_heads(Parser.load(args.model), sentence)
     print(heads.format(args.top))
     print(f"\nwritten to {heads.plot(args.out)}")
     return OK

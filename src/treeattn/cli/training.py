@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from treeattn.cli.arguments import add_overrides
+from treeattn.cli.arguments import add_overrides, add_tree_options, use_tree_options
 from treeattn.cli.io import read_lines, write_output
 from treeattn.cli.status import INTERRUPTED, OK
 from treeattn.cli.text import several_sentences, warn_several_sentences
@@ -61,12 +61,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("data", help="split name or file")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument(
-        "--trees",
-        choices=("gold", "parser"),
-        help="classify on SST, a model that reads trees: score it on SST's own trees or "
-        "on the shipped parser's trees of the same words (default: those it trained on)",
-    )
+    add_tree_options(p, "one bracketed tree a line, a line for each example of DATA")
     p.set_defaults(run=_evaluate)
 
 
@@ -74,10 +69,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
-    if args.trees is not None:
-        if not hasattr(trained.task, "use_trees"):
-            raise ValueError(f"--trees: a {trained.cfg.task} model reads no trees to choose")
-        trained.task.use_trees(args.trees)
+    use_tree_options(trained.task, args.trees, args.parser)
     if args.json:
         print(json.dumps(trained.evaluate(args.data), indent=2))
     else:
@@ -94,10 +86,11 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         "as `treeattn parse` splits it, or a bracketed tree; ListOps: an expression) gives "
         "its class, by name where the data set names them (SST-5: very negative ... very "
         "positive; SST-2: negative, positive); for models that read trees, words are parsed "
-        "first (--parser). mlm: a sentence with <mask> words (split on spaces) gives the "
-        "sentence with them filled in. parse: a sentence gives its tree (--format brackets, "
-        "the default for constituency models, or conllu). A line is one item: a line that "
-        "seems to hold several sentences gets a warning naming file:line.",
+        "first (--parser, --trees). translate: a sentence gives its translation (parsed "
+        "first where the encoder reads trees). mlm: a sentence with <mask> words (split on "
+        "spaces) gives the sentence with them filled in. parse: a sentence gives its tree "
+        "(--format brackets, the default for constituency models, or conllu). A line is one "
+        "item: a line that seems to hold several sentences gets a warning naming file:line.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
@@ -109,12 +102,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         "probability, NAME=P fields separated by tabs) or jsonl (a JSON object a line: "
         "input, label, probabilities); parse: brackets or conllu; mlm: lines",
     )
-    p.add_argument(
-        "--parser",
-        metavar="MODEL",
-        help="the parser that gives raw sentences their trees, for models that read trees "
-        "(default: the one shipped with treeattn)",
-    )
+    add_tree_options(p)
     p.set_defaults(run=_predict)
 
 
@@ -122,10 +110,7 @@ def _predict(args: argparse.Namespace) -> int:
     from treeattn.tasks.trained import load_trained
 
     trained = load_trained(args.checkpoint)
-    if args.parser is not None:
-        if not hasattr(trained.task, "parser_path"):
-            raise ValueError(f"--parser: a {trained.cfg.task} model parses nothing")
-        trained.task.parser_path = args.parser
+    use_tree_options(trained.task, args.trees, args.parser)
     lines, where = read_lines(args.input)
     # Bracketed trees (a line starting with "(") hold no run-on sentence to warn about.
     sentences = ["" if line.lstrip().startswith("(") else line for line in lines]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from treeattn.cli.arguments import positive
+from treeattn.cli.arguments import TREE_KINDS, add_tree_options, positive, use_tree_options
 from treeattn.cli.io import run_on_lines
 from treeattn.cli.status import OK
 from treeattn.cli.text import add_split_sentences, several_sentences, warn_several_sentences
@@ -18,7 +18,7 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
         description="Translate sentences, one per line, with a checkpoint of a translate run: "
         "one detokenized line out per line in, in order, an empty line for an empty line. A "
         "model whose encoder reads trees parses the input first with the parser it was "
-        "trained with (or reads --trees). A line is one sentence; --split-sentences "
+        "trained with (or reads the trees of --trees). A line is one sentence; --split-sentences "
         "translates each sentence of a line apart and joins the translations. Beam search "
         "(--beam 1: greedy). A bad line (not UTF-8, too long for the model) is an error "
         "naming file:line, and so is an input without a sentence: exit status 2, and with -o "
@@ -28,10 +28,9 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
     p.add_argument("-o", "--out", metavar="FILE", help="write here (default: stdout)")
     p.add_argument("--beam", type=positive, help="beam size (default: the model's, 4)")
-    p.add_argument(
-        "--trees",
-        metavar="FILE",
-        help="the source trees, one bracketed tree per input line (empty where the line is), "
+    add_tree_options(
+        p,
+        "the source trees, one bracketed tree per input line (empty where the line is), "
         "leaves as the Penn Treebank tokenizes the line",
     )
     add_split_sentences(p, "translated apart, joined by a space")
@@ -46,9 +45,7 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
 
 def _translate(args: argparse.Namespace) -> int:
     def translate(lines: list[str], where: str) -> tuple[str, int, float]:
-        outputs, seconds = translate_lines(
-            args.model, lines, where, args.beam, args.trees, args.split_sentences, args.cache
-        )
+        outputs, seconds = translate_lines(args, lines, where)
         done = sum(1 for line in lines if line.strip())
         return "".join(out + "\n" for out in outputs), done, seconds
 
@@ -56,18 +53,13 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def translate_lines(
-    model: str,
-    lines: list[str],
-    where: str,
-    beam: int | None,
-    trees_file: str | None,
-    split: bool = False,
-    cache: bool = False,
+    args: argparse.Namespace, lines: list[str], where: str
 ) -> tuple[list[str], float]:
     """One translation per line of ``lines``, "" for a blank line, and the seconds they
-    took once the model was loaded (parsing the input included). With ``split`` each
-    sentence of a line is translated apart and the translations joined by a space; with
-    ``cache`` the parser's trees of the input are kept in ``$TREEATTN_CACHE``."""
+    took once the model was loaded (parsing the input included), as the options in
+    ``args`` say: with ``split_sentences`` each sentence of a line is translated apart and
+    the translations joined by a space; with ``cache`` the parser's trees of the input are
+    kept in ``$TREEATTN_CACHE``; ``trees`` and ``parser`` as ``add_tree_options`` says."""
     import time
 
     from treeattn.parsing.tree_source import read_aligned_trees
@@ -75,10 +67,15 @@ def translate_lines(
     from treeattn.tasks.translate import TranslateTask
     from treeattn.trees.tokenize import sentence_spans
 
-    trained = load_trained(model)
+    trained = load_trained(args.model)
     task = trained.task
     if not isinstance(task, TranslateTask):
-        raise ValueError(f"{model}: a {trained.cfg.task} model, not a translation model")
+        raise ValueError(f"{args.model}: a {trained.cfg.task} model, not a translation model")
+    # A file of trees is read here, one tree a line of the input, blank lines kept.
+    kind = args.trees if args.trees in TREE_KINDS else None
+    use_tree_options(task, kind, args.parser)
+    split, beam, cache = args.split_sentences, args.beam, args.cache
+    trees_file = None if args.trees in (None, *TREE_KINDS) else args.trees
     if split and trees_file is not None:
         raise ValueError("--trees holds one tree a line; it cannot go with --split-sentences")
     started = time.perf_counter()

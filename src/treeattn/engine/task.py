@@ -195,6 +195,15 @@ class Task(ABC):
             )
         return "\n".join(lines)
 
+    def use_trees(self, trees: str | None = None, parser: str | None = None) -> None:
+        """From now on read the trees a command asks for (``--trees``, ``--parser``):
+        ``trees`` names a kind of tree source (``gold``, ``parser``, ``right-branching``)
+        or a file of trees, chosen outright whatever the model trained on; ``parser`` where
+        the parser lies, which for a model trained on a parser's trees must be that parser
+        unless ``trees`` says otherwise (``treeattn.parsing.tree_source``). By default a
+        task's models read no trees, and this is an error."""
+        raise ValueError(f"a {self.name} model reads no trees: --trees and --parser do not apply")
+
     # Formats ``predict`` can write; the first is the default. A ``jsonl`` output is one
     # JSON object per example, to which ``treeattn predict`` adds the input line.
     output_formats: ClassVar[tuple[str, ...]] = ("lines",)

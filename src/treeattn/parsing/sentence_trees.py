@@ -41,8 +41,7 @@ def sentence_trees(
                 raise ValueError(f"{where}:{number}: empty sentence")
         trees = source.trees(words, where, progress=False)
     else:
-        texts = [s if isinstance(s, str) else " ".join(s) for s in sentences]
-        parsed = source.parse(texts, tokenized=not all(raw), where=where)
+        parsed = source.parse(sentences, where=where)
         if any(p.tree is None for p in parsed):
             raise ValueError(f"{where}: a dependency-only parser gives no constituency trees")
         trees = [p.tree for p in parsed]

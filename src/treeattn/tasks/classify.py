@@ -31,7 +31,7 @@ from treeattn.models.registry import (
     check_encoder,
     encoder_entry,
 )
-from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.parsing.tree_source import GOLD, TreeSource
 from treeattn.tasks.class_outputs import FORMATS, class_outputs
 from treeattn.tasks.datasets import (
     DataSet,
@@ -80,11 +80,14 @@ class ClassifyTask(Task):
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
-        self.parser_path: str | None = None  # parses raw input for models that read trees
         self._piece_rows: PieceRows | None = None  # the backbone's tokenizer, once loaded
         self.vocab: Vocab | None = None
         self.node_vocab: Vocab | None = None
         self.dataset: DataSet = open_dataset(cfg.data)
+        # Where the trees of a model that reads them come from, and (after fit, or from a
+        # checkpoint) the record of those a trained model learned from (``TreeSource``).
+        self.tree_source: TreeSource = self.dataset.tree_source()
+        self.trees: dict[str, str] | None = None
         # Fixed by the data set, or (labeled files) the training labels, found by ``fit``.
         self.classes = list(self.dataset.classes or ())
 
@@ -158,33 +161,31 @@ class ClassifyTask(Task):
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(self.dataset, source, self._whole_trees)
-        if self.dataset.parsed_trees and self._entry.needs_trees:
-            found = self._parser_trees([ex.tokens for ex in examples], where, cache=True)
+        if self.tree_source.kind != GOLD and self._entry.needs_trees:
+            found = self._source_trees([ex.tokens for ex in examples], where, cache=True)
             examples = [replace(ex, tree=tree) for ex, tree in zip(examples, found, strict=True)]
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 
-    def use_trees(self, source: str) -> None:
-        """From now on read the data set's own trees (``gold``) or the parser's of its
-        words (``parser``), whichever the model trained on: a model that reads trees is
-        scored on either."""
-        settings = self.dataset.settings
-        if not self._entry.needs_trees or not hasattr(settings, "trees"):
+    def use_trees(self, trees: str | None = None, parser: str | None = None) -> None:
+        """From now on read ``trees`` (one of the data set's ``tree_kinds``, or a file of
+        trees), whichever the model trained on, and parse with ``parser``
+        (``TreeSource.overridden``)."""
+        m, name = self.cfg.model, self.cfg.data.name
+        if not self._entry.needs_trees:
             raise ValueError(
-                f"--trees: a {self.cfg.model.attention} model on {self.cfg.data.name} has "
-                "no trees to choose"
+                f"a {m.attention} model on {name} reads no trees: --trees and --parser do not apply"
             )
-        # Phrase labels belong to the gold trees and to training, never to a score.
-        changed = replace(settings, trees=source, phrase_level=False)
-        type(self.dataset).check(changed, "--trees")
-        self.dataset.settings = changed
+        self.tree_source = self.tree_source.overridden(trees, parser, self.dataset.tree_kinds)
+        if trees is not None and self.dataset.phrase_level:
+            # Phrase labels belong to the gold trees and to training, never to a score.
+            self.dataset.settings = replace(self.dataset.settings, phrase_level=False)
 
-    def _parser_trees(self, sentences: list[list[str]], where: str, cache: bool) -> list[Tree]:
-        """The parser's trees of ``sentences`` (``parser_path``; default: the shipped
-        model), made like the training trees (``training_tree``); with ``cache``, kept
-        under ``$TREEATTN_CACHE``."""
-        source = TreeSource(PARSER, self.parser_path, cache=cache)
-        found = source.trees(sentences, where, progress=cache)
+    def _source_trees(self, sentences: list[list[str]], where: str, cache: bool) -> list[Tree]:
+        """The tree source's trees of ``sentences`` (for gold trees, of raw text: the
+        parser's), made like the training trees (``training_tree``); with ``cache``, a
+        parser's are kept under ``$TREEATTN_CACHE``."""
+        found = self.tree_source.trees(sentences, where, progress=cache, cache=cache)
         return [self.training_tree(tree) for tree in found]
 
     def _inputs(self, node_vocab: Vocab | None = None) -> InputEncoder:
@@ -202,6 +203,7 @@ class ClassifyTask(Task):
             self.node_vocab = Vocab.build(inputs.node_labels(_tree_of(ex)) for ex in train_examples)
         if self.dataset.classes is None:
             self.classes = _class_names(ex.label for ex in train_examples)
+        self.trees = self.tree_source.record() if self._entry.needs_trees else None
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {"vocab": self.vocab.tokens}
@@ -209,6 +211,8 @@ class ClassifyTask(Task):
             state["node_vocab"] = self.node_vocab.tokens
         if self.dataset.classes is None:
             state["classes"] = list(self.classes)
+        if self.trees is not None:
+            state["trees"] = dict(self.trees)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -219,6 +223,9 @@ class ClassifyTask(Task):
             self.node_vocab = Vocab(state["node_vocab"])
         if self.dataset.classes is None:
             self.classes = list(state["classes"])
+        # Checkpoints written before classify recorded its trees hold none.
+        self.trees = state.get("trees")
+        self.tree_source = self.tree_source.restored(self.trees)
 
     def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
         labels = None
@@ -321,8 +328,8 @@ class ClassifyTask(Task):
         """One sentence per line: a ListOps expression; or, for the other data sets, one
         bracketed tree or a raw sentence, split into words as ``treeattn parse`` splits it
         (``tokenize``: "it." is two words, "wasn't" and "was n't" the same two). A model
-        that reads trees gets, for words, the trees of the parser (``parser_path``;
-        default: the shipped model) as its training trees were prepared
+        that reads trees gets, for words, the trees of its tree source (for a model
+        trained on gold trees, its parser's), made as its training trees were
         (``training_tree``)."""
         m = self.cfg.model
         needs_tree = self._entry.needs_trees
@@ -338,7 +345,7 @@ class ClassifyTask(Task):
                 words[number] = tokenize(line)
         if words and needs_tree:
             numbers = list(words)
-            found = self._parser_trees([words[k] for k in numbers], where, cache=False)
+            found = self._source_trees([words[k] for k in numbers], where, cache=False)
             trees.update(zip(numbers, found, strict=True))
             words.clear()
         examples = [

@@ -8,20 +8,19 @@ encoder puts a word's pieces in a subtree under it (``split_subwords``), ``dista
 gives the gaps inside a word distance 0 (``gap_distances``). The target is split from raw
 text and decoded back to detokenized text. Both subword models go into every checkpoint.
 
-Source trees come from the parser (``data.parser``: a shipped parser by name,
-``accurate`` by default or ``fast``, or a parser file), parsed once per split and cached
-under ``$TREEATTN_CACHE`` (default ``~/.cache/treeattn``) with the parser's SHA-256 in
-the key; the checkpoint records that hash, so translating with another parser is refused.
-``data.trees: right-branching`` gives every sentence the right-branching tree instead
-(the control of the tree encoders), and ``data.tree_files`` (split -> file, one bracketed
-tree a line) your own trees.
+Source trees come from the task's tree source (``treeattn.parsing.tree_source``, which
+names the settings): by default the parser's (``data.parser``), parsed once per split and
+cached under ``$TREEATTN_CACHE`` (default ``~/.cache/treeattn``) with the parser's SHA-256
+in the key; the checkpoint records that hash, so translating with another parser is
+refused. ``data.trees: right-branching`` gives every sentence the right-branching tree
+instead (the control of the tree encoders), and ``data.trees: files`` your own trees
+(``data.tree_files``: split -> file, one bracketed tree a line).
 
 The checkpoint is selected on val BLEU (beam search with ``data.beam_size``).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,7 +67,7 @@ from treeattn.trees import Tree
 from treeattn.trees.tokenize import tokenize
 
 MULTI30K = "multi30k"
-TREE_SOURCES = (PARSER, RIGHT_BRANCHING)  # data.trees; data.tree_files gives the third
+TREE_KINDS = (PARSER, RIGHT_BRANCHING, FILES)  # data.trees (there are no gold trees)
 
 
 @dataclass
@@ -86,7 +85,7 @@ class TranslateData:
     train_fraction: float = 1.0
     source_vocab_size: int = 8000  # at most: a small training set may give fewer pieces
     target_vocab_size: int = 8000
-    trees: str = "parser"  # or right-branching
+    trees: str = PARSER  # or right-branching, or files (``tree_files``)
     parser: str | None = None  # accurate (default) or fast (shipped), or a parser file
     tree_files: dict = field(default_factory=dict)  # split -> file of bracketed trees
     beam_size: int = 4  # 1: greedy
@@ -193,8 +192,7 @@ class TranslateTask(Task):
         # Where a trained model's source trees came from (``TreeSource.record``: its kind,
         # and for a parser its path and SHA-256); None before fit.
         self.trees: dict[str, str] | None = None
-        d = cfg.data
-        self.tree_source = TreeSource(FILES if d.tree_files else d.trees, d.parser)
+        self.tree_source = TreeSource(cfg.data.trees, cfg.data.parser)
         self._pieces: dict[str, list[str]] = {}
 
     @classmethod
@@ -208,8 +206,14 @@ class TranslateTask(Task):
             raise ValueError(f"{where}: data.target={d.target!r}: choose de or fr")
         if not 0 < d.train_fraction <= 1:
             raise ValueError(f"{where}: data.train_fraction={d.train_fraction} is not in (0, 1]")
-        if d.trees not in TREE_SOURCES:
-            raise ValueError(f"{where}: data.trees={d.trees!r}: choose {', '.join(TREE_SOURCES)}")
+        if d.trees not in TREE_KINDS:
+            raise ValueError(f"{where}: data.trees={d.trees!r}: choose {', '.join(TREE_KINDS)}")
+        if (d.trees == FILES) != bool(d.tree_files):
+            raise ValueError(
+                f"{where}: data.trees=files reads data.tree_files (split -> file), and only "
+                f"it does; data.trees={d.trees!r} with "
+                f"{'these files' if d.tree_files else 'no files'}"
+            )
         for key, files in (("tree_files", d.tree_files), ("paths", d.paths)):
             for split, path in files.items():
                 if split not in MULTI30K_SPLITS or not isinstance(path, str):
@@ -267,7 +271,9 @@ class TranslateTask(Task):
         if source == self.train_split and d.train_fraction < 1:
             rows = rows[: max(1, round(d.train_fraction * len(rows)))]
         sentences = [self.words(line, where, k) for k, (line, _) in enumerate(rows, start=1)]
-        tree_file = d.tree_files.get(source)
+        # The split's file of the run's config, unless a command named one (``use_trees``).
+        split_file = self.tree_source.kind == FILES and self.tree_source.file is None
+        tree_file = d.tree_files.get(source) if split_file else None
         given = None if tree_file is None else read_tree_file(tree_file, sentences, split_lines)
         trees = self._trees(sentences, where, given)
         return [
@@ -296,11 +302,7 @@ class TranslateTask(Task):
             return [None] * len(sentences)
         if given is not None:
             return given
-        source = self.tree_source
-        if not cache:  # a copy: the task's own source keeps caching its splits
-            source = copy.copy(source)
-            source.cache = False
-        return source.trees(sentences, where)
+        return self.tree_source.trees(sentences, where, cache=cache)
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
         d = self.cfg.data
@@ -342,17 +344,19 @@ class TranslateTask(Task):
         if self._entry.reads_trees:
             self.node_vocab = Vocab(state["node_vocab"])
         self.trees = state.get("trees")
-        read_by, trained_on = self.tree_source.parsed_with, self.trees
-        parsed = trained_on is not None and trained_on["source"] == PARSER
-        if read_by is not None and parsed and read_by["sha256"] != trained_on["sha256"]:
-            # A resumed run whose parser changed would go on training on other trees.
+        self.tree_source = self.tree_source.restored(self.trees)
+
+    def use_trees(self, trees: str | None = None, parser: str | None = None) -> None:
+        """From now on read ``trees`` (parser, right-branching, or a file of trees, one a
+        line of what is read next), whichever the model trained on, and parse with
+        ``parser`` (``TreeSource.overridden``)."""
+        if not self._entry.needs_trees:
             raise ValueError(
-                f"the run was trained on trees of the parser {trained_on['path']} (sha256 "
-                f"{trained_on['sha256'][:12]}), but its splits were parsed by "
-                f"{read_by['path']} (sha256 {read_by['sha256'][:12]})"
+                f"a {self.cfg.model.attention} translation model reads no trees: --trees "
+                "and --parser do not apply"
             )
-        if trained_on is not None:
-            self.tree_source = TreeSource.trained(trained_on, self.cfg.data.parser)
+        # Files are named one by one: a split's (data.tree_files) or the one given here.
+        self.tree_source = self.tree_source.overridden(trees, parser, (PARSER, RIGHT_BRANCHING))
 
     def encode(self, examples: Sequence[Pair], where: str) -> TranslationSet:
         return TranslationSet(self, examples, where)

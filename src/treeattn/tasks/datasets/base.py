@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from treeattn.engine.config import check_positive
+from treeattn.parsing.tree_source import GOLD, TreeSource
 from treeattn.tasks.sentences import LabeledSentence, lowercased
 from treeattn.trees import Tree
 from treeattn.trees.treebank import parse_treebank_line
@@ -32,13 +33,16 @@ class DataSet(ABC):
     ``Settings`` is the dataclass of the ``data`` section that names it; ``classes`` the
     class labels where they are fixed, as the data files write them (None: a task takes
     them from the training labels); ``class_names`` what predictions print for them, where
-    the labels are bare numbers with a meaning (None: the labels themselves).
+    the labels are bare numbers with a meaning (None: the labels themselves);
+    ``tree_kinds`` the tree sources a model that reads trees may take on it.
     """
 
     name: ClassVar[str]
     Settings: ClassVar[type[SentenceSettings]]
     classes: ClassVar[tuple[str, ...] | None] = None
     class_names: ClassVar[tuple[str, ...] | None] = None
+    # The tree sources a model that reads trees may take on it (``tree_source``).
+    tree_kinds: ClassVar[tuple[str, ...]] = (GOLD,)
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -52,11 +56,11 @@ class DataSet(ABC):
     def splits(self) -> tuple[str, ...]:
         return SPLITS
 
-    @property
-    def parsed_trees(self) -> bool:
-        """Whether a model that reads trees gets the parser's of each sentence instead of
-        the data's own (a setting of the data sets that have trees, SST's)."""
-        return False
+    def tree_source(self) -> TreeSource:
+        """Where a model that reads trees gets them (``treeattn.parsing.tree_source``): by
+        default the data's own trees, and for raw text to predict on the default parser's;
+        a data set that lets ``data.trees`` choose (one of ``tree_kinds``) reads it here."""
+        return TreeSource(GOLD)
 
     @property
     def phrase_level(self) -> bool:

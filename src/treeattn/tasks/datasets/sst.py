@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from treeattn.data.sst import IGNORE_LABEL, SentimentExample, binary_label, load_sst, read_sst_file
+from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, TreeSource
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings
 from treeattn.tasks.sentences import LabeledSentence, unlabeled_tree
 from treeattn.trees import Tree, binarize, collapse_unary
@@ -20,12 +21,13 @@ class SstSettings(SentenceSettings):
     # Train on every labeled phrase (each node's words and label, Tai et al. 2015) besides
     # the sentences; dev and test stay sentence-level.
     phrase_level: bool = False
-    # The trees of models that read them: gold (SST's bracketing) or parser (the project's
-    # parser on each sentence's words, made like SST's: binary, unlabeled).
-    trees: str = "gold"
-
-
-TREE_SOURCES = ("gold", "parser")
+    # The trees of models that read them: gold (SST's bracketing), parser (the parser's
+    # of each sentence's words) or right-branching, the last two made like SST's: binary,
+    # unlabeled (``treeattn.parsing.tree_source``).
+    trees: str = GOLD
+    # accurate (default) or fast (shipped), or a parser file: for parser trees, and for
+    # raw text to predict on
+    parser: str | None = None
 
 
 class Sst5(DataSet):
@@ -36,27 +38,27 @@ class Sst5(DataSet):
     classes = tuple(str(k) for k in range(5))
     class_names = ("very negative", "negative", "neutral", "positive", "very positive")
     fine_grained: ClassVar[bool] = True
+    tree_kinds = (GOLD, PARSER, RIGHT_BRANCHING)
 
     @classmethod
     def check(cls, settings: SstSettings, where: str) -> None:
         super().check(settings, where)
-        if settings.trees not in TREE_SOURCES:
+        if settings.trees not in cls.tree_kinds:
             raise ValueError(
-                f"{where}: data.trees={settings.trees!r}; use {' or '.join(TREE_SOURCES)}"
+                f"{where}: data.trees={settings.trees!r}; use {', '.join(cls.tree_kinds)}"
             )
-        if settings.trees == "parser" and settings.phrase_level:
+        if settings.trees != GOLD and settings.phrase_level:
             raise ValueError(
-                f"{where}: data.phrase_level reads SST's phrases, which the parser's trees "
-                "do not have; use data.trees=gold"
+                f"{where}: data.phrase_level reads SST's phrases, which the "
+                f"{settings.trees} trees do not have; use data.trees=gold"
             )
 
     @property
     def phrase_level(self) -> bool:
         return self.settings.phrase_level
 
-    @property
-    def parsed_trees(self) -> bool:
-        return self.settings.trees == "parser"
+    def tree_source(self) -> TreeSource:
+        return TreeSource(self.settings.trees, self.settings.parser)
 
     def read_split(self, split: str, whole_trees: bool) -> list[LabeledSentence]:
         """With ``whole_trees``, the trees have their node labels hidden and, with
