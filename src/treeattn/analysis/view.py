@@ -39,8 +39,8 @@ from treeattn.tasks.parse import ParseTask
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.tasks.translate import Pair
-from treeattn.trees import Tree, to_dependency
-from treeattn.viz.page import render_page
+from treeattn.trees import COLLINS_HEAD_RULES, Tree, strip_label, to_dependency
+from treeattn.viz.page import count_of, render_page
 
 SCALE = 1000  # the panels' probabilities are stored as integers in thousandths
 LEVELS = 255  # attention is stored as one byte a probability (0..255), base64 per head
@@ -103,9 +103,17 @@ def _model_nodes(item) -> tuple[list[list[int]], dict[tuple[int, int, int], int]
     return [list(s) for s in spans], index
 
 
+def labelled(tree: Tree) -> bool:
+    """Whether head rules can read the tree: some phrase of it has a label they know (not
+    a tree whose labels are hidden, as SST's and the trees made like them)."""
+    return any(strip_label(t.label) in COLLINS_HEAD_RULES for t in tree.subtrees())
+
+
 def _heads_of(tree: Tree) -> list[int] | None:
     """Dependency heads of the tree's words by head rules (0 = root), or None where the
-    rules cannot convert it."""
+    rules do not apply: a tree without labels they know, or one they cannot convert."""
+    if not labelled(tree):
+        return None
     try:
         return list(to_dependency(tree).heads)
     except ValueError:
@@ -154,7 +162,9 @@ def sentence_data(
     heads: int,
     names: list[str],
     view: MechanismView,
+    text: str | None = None,
 ):
+    """One sentence's data; ``text``: the sentence as written (default: its words)."""
     words = list(example.tokens)
     nodes: list[str] = []
     spans: list[list[int]] = []
@@ -168,6 +178,7 @@ def sentence_data(
     arcs = None if tree is None else _heads_of(tree)
     latent = view.latent(found.captures, heads)
     data: dict[str, Any] = {
+        "text": " ".join(words) if text is None else text,
         "words": words,
         "tree": None if tree is None else tree_json(tree, node_index, first),
         # Word i's head (0: the root; None: a token outside the tree).
@@ -309,17 +320,22 @@ def view_data(
     total: int | None = None,
     max_heads: int = MAX_HEADS,
     max_bytes: int = MAX_BYTES,
+    texts: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, for ``examples`` (the first of ``total`` sentences, when
     given) and the first ``max_heads`` heads of each layer, fewer heads and then fewer
-    sentences where the page would pass ``max_bytes``; the page says what was left out."""
+    sentences where the page would pass ``max_bytes``; the page says what was left out.
+    ``texts``: each sentence as written, for its heading (default: a translation's source,
+    else the words)."""
     if not examples:
         raise ValueError(f"{where}: no sentences to show")
     translates = isinstance(examples[0], Pair)
     if translates:
         shown = _with_translations(saved, examples, where)
+        texts = [pair.source for pair in shown] if texts is None else texts
     else:
         shown = _trees_for(saved, examples, where)
+    texts = [None] * len(shown) if texts is None else list(texts)
     encoded = saved.encode(shown, where)
     items = encoded.sources if translates else encoded.items
     sentences = [_as_sentence(saved, example, encoded) for example in shown]
@@ -332,7 +348,7 @@ def view_data(
 
     def build(heads: int) -> list[dict]:
         built = [
-            sentence_data(saved, sentence, items[k], found[k], heads, names, view)
+            sentence_data(saved, sentence, items[k], found[k], heads, names, view, texts[k])
             for k, sentence in enumerate(sentences)
         ]
         for data, (pieces, means), pair in zip(built, crossed, shown, strict=False):
@@ -349,6 +365,14 @@ def view_data(
         cut = why if heads < min(n_heads, max_heads) else ""
         notes.append(f"showing the first {heads} of {n_heads} heads in each layer{cut}")
     shown_data = build(heads)[:kept]
+    unlabelled = [s for s in sentences[:kept] if s.tree is not None and not labelled(s.tree)]
+    if unlabelled:
+        notes.append(
+            f"no dependency arcs for {count_of(len(unlabelled), 'tree')} without Penn Treebank "
+            "labels, which head rules need (each tree is drawn as the model reads it: SST's "
+            "trees, and those made like them, are binarized with their labels hidden as X); "
+            "`treeattn parse` gives the parser's labelled trees"
+        )
     injection = getattr(parts(saved.model.encoder)[0], "encoder", None)
     injected = getattr(injection, "syntax_injection", None)
     if injected is not None and max(injected.heads) >= heads:
@@ -384,6 +408,16 @@ def _layer_names(saved: Trained, found: Captured) -> tuple[list[str], list[str]]
     return names, notes
 
 
+def label_head_names(parser: Parser, n_heads: int) -> tuple[list[str], bool]:
+    """The label attention heads' names: a parser with one head per constituent label
+    (or, for dependencies only, per relation) names each after its label, in the label
+    set's order; any other, "head 1", "head 2", ...; and whether they are labels."""
+    labels = parser.vocab.labels.names[1:] if parser.constituency else parser.vocab.rels.names
+    if len(labels) == n_heads:
+        return [f"{h + 1} {label}" for h, label in enumerate(labels)], True
+    return [f"head {h + 1}" for h in range(n_heads)], False
+
+
 @torch.no_grad()
 def parser_view_data(
     parser: Parser,
@@ -405,7 +439,8 @@ def parser_view_data(
         raise ValueError(f"{title}: the parser has no label attention layer to show")
     n_heads = top.n_heads
     heads = min(n_heads, max_heads)
-    head_names = [f"head {h + 1}" for h in range(heads)]
+    head_names, named = label_head_names(parser, n_heads)
+    head_names = head_names[:heads]
     parses = parser.parse([sentence.split() for sentence in sentences], where=where)
     seen: list[torch.Tensor] = []
     hook = top.register_forward_hook(lambda m, inputs, _out: seen.append(m.head_weights(*inputs)))
@@ -460,6 +495,12 @@ def parser_view_data(
     notes = [f"showing the first {len(shown)} of {total} sentences"] if total > len(shown) else []
     if heads < n_heads:
         notes.append(f"showing the first {heads} of {n_heads} label attention heads")
+    if named:
+        notes.append(
+            "one label attention head per label, each named after its label in the label "
+            "set's order, as the paper has one head per syntactic category; no loss ties a "
+            "head to its label"
+        )
     about = {"title": title, "source": where, "heads": heads, "notes": notes}
     return _page_data(about, "label", "parse", shown)
 
@@ -501,5 +542,13 @@ def view_page(
         total = len(lines)
         examples = saved.task.read_inputs(list(lines[:max_sentences]), where)
     shown = examples[:max_sentences]
-    data = view_data(saved, shown, where, str(checkpoint), total, max_heads, max_bytes)
+    # A raw line's heading is the line; a bracketed tree's, its words.
+    texts = None
+    if lines is not None:
+        lines = [line.strip() for line in lines[: len(shown)]]
+        texts = [
+            " ".join(ex.tokens) if line.startswith("(") else line
+            for line, ex in zip(lines, shown, strict=True)
+        ]
+    data = view_data(saved, shown, where, str(checkpoint), total, max_heads, max_bytes, texts)
     return render_page(data)

@@ -256,7 +256,11 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         "leaves out beyond --max-sentences and --max-heads, and where it shows fewer heads "
         "(then fewer sentences) to stay under --max-mb.",
     )
-    p.add_argument("checkpoint", metavar="MODEL", help="a run's best.pt, or a parser file")
+    p.add_argument(
+        "checkpoint",
+        metavar="MODEL",
+        help="a run's best.pt, a parser file, or a shipped parser: accurate, fast",
+    )
     p.add_argument("input", nargs="?", metavar="FILE", help="input lines (- : stdin)")
     p.add_argument("--split", default="test", help="split shown without FILE (default: test)")
     p.add_argument("-o", "--out", metavar="PAGE", help="the HTML file (default: stdout)")

@@ -16,6 +16,7 @@ from treeattn.engine.config import Config
 from treeattn.engine.distributed import pick_device
 from treeattn.engine.task import Encoded, Task
 from treeattn.parsing import Parser
+from treeattn.parsing.parser import SHIPPED
 from treeattn.tasks import config_from_dict, make_task
 from treeattn.tasks.parse import ParseTask
 
@@ -74,8 +75,9 @@ class Trained:
 
 def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
     """A checkpoint written by ``treeattn train`` (also one written before tasks had names),
-    or a parser file (``.safetensors``, ``treeattn export-parser``)."""
-    if str(checkpoint).endswith(".safetensors"):
+    a parser file (``.safetensors``, ``treeattn export-parser``) or a shipped parser's name
+    (``accurate``, ``fast``)."""
+    if str(checkpoint) in SHIPPED or str(checkpoint).endswith(".safetensors"):
         parser = Parser.load(checkpoint, device)
         task = ParseTask.from_parser(parser)
         return Trained(task.cfg, task, parser.model, parser.device)

@@ -348,7 +348,7 @@ function build() {
   const main = document.getElementById("sentences");
   DATA.sentences.forEach((sentence, s) => {
     const section = html("section", { class: "sentence", id: `sentence-${s}` }, main);
-    html("h2", {}, section, `${s + 1}. ${sentence.words.join(" ")}`);
+    html("h2", {}, section, `${s + 1}. ${sentence.text || sentence.words.join(" ")}`);
     if (sentence.translation !== undefined) {
       html("p", { class: "translation" }, section, `translation: ${sentence.translation}`);
     }

@@ -50,12 +50,12 @@ def render_page(data: dict[str, Any]) -> str:
     # Inside a script element only "</" can end it early: JSON allows "<\\/" for it.
     payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
     hierarchical = any(s["nodes"] for s in data["sentences"])
-    shape = f"{data['layers']} layers, {data['heads']} heads shown"
+    shape = f"{count_of(data['layers'], 'layer')}, {count_of(data['heads'], 'head')} shown"
     if not data["layers"]:  # a parser: its label attention heads only
-        shape = f"{data['heads']} label attention heads shown"
+        shape = f"{count_of(data['heads'], 'label attention head')} shown"
     meta = (
-        f"{data['mechanism']} attention, {data['task']} model; {len(data['sentences'])} "
-        f"sentences of {data['source']}; {shape}"
+        f"{data['mechanism']} attention, {data['task']} model; "
+        f"{count_of(len(data['sentences']), 'sentence')} of {data['source']}; {shape}"
     )
     notes = "".join(f'<p class="notice">{html.escape(note)}</p>\n' for note in data["notes"])
     clickable = "a word or a green phrase node" if hierarchical else "a word"
@@ -69,3 +69,8 @@ def render_page(data: dict[str, Any]) -> str:
         style=_asset("page.css"),
         script=_asset("page.js"),
     )
+
+
+def count_of(number: int, thing: str) -> str:
+    """``1 layer``, ``6 layers``."""
+    return f"{number} {thing}{'' if number == 1 else 's'}"
