@@ -665,3 +665,34 @@ def test_a_parsers_page_shows_its_trees_and_label_heads(tmp_path, browser):
         assert (shares - contributions).abs().max() <= 0.5 / SCALE + 1e-6
     assert _open(browser, page, tmp_path / "page.html") == []
     assert len(browser.find_elements("css selector", "svg.tree")) == len(lines)
+
+
+def test_view_takes_a_shipped_parsers_name_and_names_its_heads_by_label(tmp_path):
+    from treeattn.parsing import Parser
+
+    text = tmp_path / "sentences.txt"
+    text.write_text("Dogs don't bark.\nThe cat sat.\n", encoding="utf-8")
+    page = tmp_path / "page.html"
+    assert main(["view", "fast", str(text), "-o", str(page), "--max-heads", "3"]) == 0
+    payload = re.search(r'id="view-data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S)
+    data = json.loads(payload.group(1))
+    labels = Parser.load("fast").vocab.labels.names[1:]  # one head per label, in order
+    over = data["sentences"][0]["panels"][0]
+    assert over["rows"] == [f"{h + 1} {label}" for h, label in enumerate(labels[:3])]
+    assert any("named after its label" in note for note in data["notes"])
+    assert [s["text"] for s in data["sentences"]] == ["Dogs don't bark.", "The cat sat."]
+    assert data["sentences"][0]["words"] == ["Dogs", "do", "n't", "bark", "."]
+
+
+def test_a_classifier_on_raw_text_is_headed_by_the_text_and_draws_no_arcs_without_labels(
+    runs, tmp_path
+):
+    saved = load_trained(runs("vanilla"), "cpu")
+    lines = ["[MAX 2 9 ]", "  [MIN 3 [MAX 4 5 ] ]"]
+    page = view_page(runs("vanilla"), lines)
+    data = json.loads(re.search(r'id="view-data">(.*?)</script>', page, re.S).group(1))
+    assert [s["text"] for s in data["sentences"]] == [line.strip() for line in lines]
+    examples = saved.task.read_inputs(lines, "<test>")
+    assert all(s["arcs"] is None for s in data["sentences"])  # operators: no PTB labels
+    assert all(ex.tree is not None for ex in examples)
+    assert "1 layer," not in page and "2 layers, 2 heads shown" in page

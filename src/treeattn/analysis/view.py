@@ -421,17 +421,19 @@ def label_head_names(parser: Parser, n_heads: int) -> tuple[list[str], bool]:
 @torch.no_grad()
 def parser_view_data(
     parser: Parser,
-    sentences: Sequence[str],
+    sentences: Sequence[Sequence[str]],
     where: str,
     title: str,
     total: int | None = None,
     max_heads: int = MAX_HEADS,
+    texts: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """A parser's page for tokenized ``sentences`` (words split on spaces): each predicted
-    tree with its dependency arcs, and what the label attention layer's heads look at: each
-    head's attention over the sentence and, where the layer's output keeps the heads apart
-    (concatenated heads, no feed-forward layer after it), each head's contribution to each
-    predicted constituent (Mrini et al., Fig. 6; ``analysis.label_heads``)."""
+    """A parser's page for ``sentences`` (each a list of words; ``texts``: each as written,
+    for its heading): each predicted tree with its dependency arcs, and what the label
+    attention layer's heads look at: each head's attention over the sentence and, where
+    the layer's output keeps the heads apart (concatenated heads, no feed-forward layer
+    after it), each head's contribution to each predicted constituent (Mrini et al.,
+    Fig. 6; ``analysis.label_heads``)."""
     if not sentences:
         raise ValueError(f"{where}: no sentences to show")
     top = parser.model.top
@@ -441,12 +443,13 @@ def parser_view_data(
     heads = min(n_heads, max_heads)
     head_names, named = label_head_names(parser, n_heads)
     head_names = head_names[:heads]
-    parses = parser.parse([sentence.split() for sentence in sentences], where=where)
+    parses = parser.parse([list(words) for words in sentences], where=where)
+    texts = [" ".join(parse.words) for parse in parses] if texts is None else texts
     seen: list[torch.Tensor] = []
     hook = top.register_forward_hook(lambda m, inputs, _out: seen.append(m.head_weights(*inputs)))
     shown = []
     try:
-        for parse in parses:
+        for parse, text in zip(parses, texts, strict=True):
             seen.clear()
             batch = parser.encode([parse.words]).batch([0]).to(parser.device)
             parser.model.encode(batch.words, batch.chars, batch.pad_mask, batch.sentences)
@@ -480,6 +483,7 @@ def parser_view_data(
                 )
             shown.append(
                 {
+                    "text": text,
                     "words": parse.words,
                     "tree": None if parse.tree is None else tree_json(parse.tree),
                     "arcs": list(parse.dependencies.heads),
@@ -526,10 +530,11 @@ def view_page(
             words = [example.words for example in examples]
         else:  # raw text, tokenized as the parser tokenizes it
             words = parser.words(list(lines[:max_sentences]), where)
-        shown = [" ".join(sentence) for sentence in words[:max_sentences]]
+        shown = words[:max_sentences]
+        texts = None if lines is None else [line.strip() for line in lines[: len(shown)]]
         total = len(words) if lines is None else len(lines)
-        title = str(checkpoint)
-        return render_page(parser_view_data(parser, shown, where, title, total, max_heads))
+        data = parser_view_data(parser, shown, where, str(checkpoint), total, max_heads, texts)
+        return render_page(data)
     if saved.cfg.task not in SHOWN_TASKS:
         raise ValueError(
             f"{checkpoint}: treeattn view shows {', '.join(SHOWN_TASKS)} and parse models, "
