@@ -696,3 +696,16 @@ def test_a_classifier_on_raw_text_is_headed_by_the_text_and_draws_no_arcs_withou
     assert all(s["arcs"] is None for s in data["sentences"])  # operators: no PTB labels
     assert all(ex.tree is not None for ex in examples)
     assert "1 layer," not in page and "2 layers, 2 heads shown" in page
+
+
+def test_arcs_come_only_from_trees_with_labels_head_rules_know():
+    from treeattn.analysis.view import _heads_of, labelled
+    from treeattn.trees import Tree, binarize
+
+    parsed = Tree.parse("(S (NP (PRP It)) (VP (VBD was) (RB n't) (ADJP (JJ good))) (. .))")
+    assert labelled(parsed) and _heads_of(parsed) == [2, 0, 2, 2, 2]  # "was" is the root
+    # As SST's trees and those made like them: binarized, every label hidden.
+    hidden = binarize(parsed)
+    for node in hidden.subtrees():
+        node.label = "X"
+    assert not labelled(hidden) and _heads_of(hidden) is None
