@@ -353,3 +353,27 @@ def test_word_lists_parse_as_the_text_they_tokenize_from(toy_parser):
         parser.parse([["a", "dog"], ["New York", "sleeps"]])
     with pytest.raises(TypeError, match="a str or a list of words"):
         parser.parse([["a", "dog"], [1, 2]])
+
+
+def test_the_library_warns_or_splits_as_the_command_does(toy_parser):
+    import warnings
+
+    parser = Parser.load(toy_parser)
+    with pytest.warns(UserWarning, match=r"input:1: the text seems to hold 2 sentences"):
+        (parsed,) = parser.parse(["Two sentences here. In one string."])
+    assert parsed.words[-1] == "."
+    split = parser.parse(["Two sentences here. In one string.", "Dogs bark."], split_sentences=True)
+    assert [p.words for p in split] == [
+        ["Two", "sentences", "here", "."],
+        ["In", "one", "string", "."],
+        ["Dogs", "bark", "."],
+    ]
+    assert len(parser.parse("One here. Two there.", split_sentences=True)) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # word lists are taken as they are: no warning
+        parser.parse([["One", "here", ".", "Two", "there", "."]])
+    for bad, named in ((None, "not NoneType"), (42, "not int"), (b"Dogs bark.", "not bytes")):
+        with pytest.raises(TypeError, match=named):
+            parser.parse(bad)
+    with pytest.raises(TypeError, match="input:2: a sentence is a str or a list of words, not int"):
+        parser.parse(["Dogs bark.", 7])

@@ -18,6 +18,7 @@ pickle) whose metadata holds the config and vocabularies.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from treeattn.parsing.network import LabelAttentionParser
 from treeattn.parsing.vocab import ParserVocab
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
-from treeattn.trees.tokenize import escape, tokenize
+from treeattn.trees.tokenize import escape, sentence_spans, tokenize
 from treeattn.trees.tree import WHITESPACE
 
 # Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both);
@@ -230,6 +231,7 @@ class Parser:
         where: str = ...,
         *,
         dependencies: str | None = ...,
+        split_sentences: bool = ...,
     ) -> Parse: ...
 
     @overload
@@ -240,6 +242,7 @@ class Parser:
         where: str = ...,
         *,
         dependencies: str | None = ...,
+        split_sentences: bool = ...,
     ) -> list[Parse]: ...
 
     def parse(
@@ -249,17 +252,29 @@ class Parser:
         where: str = "input",
         *,
         dependencies: str | None = None,
+        split_sentences: bool = False,
     ) -> Parse | list[Parse]:
         """Parse sentences, each raw text (a string) or its words (a list, taken as they
         are: ``words``), in batches of similar length; results come in input order. One
-        string is one sentence, and gives its ``Parse`` alone.
+        string alone gives its ``Parse`` alone.
+
+        A string is one sentence, as a line is for ``treeattn parse``: one that seems to
+        hold several gets a warning naming it; with ``split_sentences`` each string is cut
+        into its sentences first, each parsed apart (a string alone then gives a list too).
 
         ``dependencies``: ``"from-tree"`` (the default for a constituency parser) converts
         each predicted tree by the head rules of the training data, so that the two agree;
         ``"independent"`` (a dependency-only parser's only kind) decodes the parser's own
         arcs apart from the tree. Each dependency tree names its scheme in its metadata."""
+        sentences = _sentences_argument(sentences)
         if isinstance(sentences, str):
-            return self.parse([sentences], progress, where, dependencies=dependencies)[0]
+            single = [sentences]
+            if split_sentences:
+                return self.parse(
+                    single, progress, where, dependencies=dependencies, split_sentences=True
+                )
+            return self.parse(single, progress, where, dependencies=dependencies)[0]
+        sentences = _one_a_sentence(sentences, where, split_sentences)
         if dependencies is None:
             dependencies = FROM_TREE if self.constituency else INDEPENDENT
         elif dependencies == FROM_TREE and not self.constituency:
@@ -277,6 +292,42 @@ class Parser:
             treebank=training_treebank(self.run_config.get("data") or {}),
         )
         return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
+
+
+def _sentences_argument(sentences: Any) -> str | Sequence[str | Sequence[str]]:
+    """``sentences`` as ``Parser.parse`` takes them, or a TypeError naming what it got."""
+    if isinstance(sentences, (bytes, bytearray)):
+        raise TypeError("Parser.parse: sentences are str, not bytes: decode them first")
+    if isinstance(sentences, (str, Sequence)):
+        return sentences
+    raise TypeError(
+        "Parser.parse: sentences must be a str or a list of sentences (each a str or a list "
+        f"of words), not {type(sentences).__name__}"
+    )
+
+
+def _one_a_sentence(
+    sentences: Sequence[str | Sequence[str]], where: str, split: bool
+) -> list[str | Sequence[str]]:
+    """Each string cut into its sentences (``split``), or kept whole with a warning when
+    it seems to hold several; word lists as they are."""
+    out: list[str | Sequence[str]] = []
+    for number, sentence in enumerate(sentences, start=1):
+        if not isinstance(sentence, str):
+            out.append(sentence)
+            continue
+        spans = sentence_spans(sentence)
+        if split:
+            out += [sentence[a:b] for a, b in spans] or [sentence]
+            continue
+        if len(spans) > 1:
+            warnings.warn(
+                f"{where}:{number}: the text seems to hold {len(spans)} sentences; parsed as "
+                "one (split_sentences=True parses each apart)",
+                stacklevel=3,
+            )
+        out.append(sentence)
+    return out
 
 
 def model_path(model: str | Path | None) -> Path:
