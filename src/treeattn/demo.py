@@ -2,13 +2,24 @@
 
 The demo trains with the defaults and ``SETTINGS`` (``configs/listops.yaml`` is the same
 set-up as a file), the same for every mechanism; ``--set`` overrides come after them.
+The models train at once, in as many worker processes as the machine has cores (each
+with a share of the cores as its threads, ``worker_shape``): small models use one core
+better than two, so the whole demo takes about half the time it takes one after another.
+Each model's training log goes to its run folder (``train.log``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from treeattn.engine.report import score_names
 from treeattn.engine.trainer import train
@@ -65,24 +76,91 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_demo(out: Path, overrides: list[str] = ()) -> dict[str, dict[str, Any]]:
-    """Train each mechanism from scratch with the demo's (ListOps) configuration."""
-    rows: dict[str, dict[str, Any]] = {}
-    for name in encoder_names():
-        settings = [*SETTINGS, *overrides, f"model.attention={name}", f"out_dir={out / name}"]
-        cfg = load_config(None, settings)
-        print(f"== {name} ==", flush=True)
+def worker_shape(models: int, cores: int | None = None) -> tuple[int, int]:
+    """How many models train at once and how many threads each takes: one model a core
+    (at most one worker a model), the cores shared out among the workers."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = max(1, min(models, cores or 1))
+    return workers, max(1, (cores or 1) // workers)
+
+
+_stopped: Any = None  # each worker's view of the demo's stop event (``_share_stop``)
+
+
+def _share_stop(event: Any) -> None:
+    global _stopped
+    _stopped = event
+
+
+def train_one(name: str, out: Path, overrides: list[str], threads: int) -> dict[str, Any] | None:
+    """Train the demo's model of mechanism ``name`` in this process with ``threads``
+    threads, its log in ``out/name/train.log``; its table row, or None when stopped (then
+    no other model starts)."""
+    if _stopped is not None and _stopped.is_set():
+        return None
+    torch.set_num_threads(threads)
+    run = out / name
+    settings = [*SETTINGS, *overrides, f"model.attention={name}", f"out_dir={run}"]
+    cfg = load_config(None, [*settings, "train.progress=false"])
+    run.mkdir(parents=True, exist_ok=True)
+    with (
+        open(run / "train.log", "w", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
         result = train(make_task(cfg), resume=False)
-        if not result["finished"]:  # stopped by Ctrl-C: the demo stops with it
-            raise KeyboardInterrupt
-        rows[name] = {
-            **{key: result[key] for key in score_names(result)},
-            "params": result["params"],
-            "train_seconds": result["train_seconds"],
-        }
+    if not result["finished"]:  # stopped by Ctrl-C
+        if _stopped is not None:
+            _stopped.set()
+        return None
+    return {
+        **{key: result[key] for key in score_names(result)},
+        "params": result["params"],
+        "train_seconds": result["train_seconds"],
+    }
+
+
+def run_demo(
+    out: Path, overrides: list[str] = (), cores: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """Train each mechanism from scratch with the demo's (ListOps) configuration, the
+    models at once on the machine's ``cores`` (default: those this process may use)."""
+    started = time.perf_counter()
+    names = encoder_names()
+    workers, threads = worker_shape(len(names), cores)
+    print(
+        f"training {len(names)} models, {workers} at once with {threads} "
+        f"thread{'s' if threads > 1 else ''} each; each model's log: {out}/MODEL/train.log",
+        flush=True,
+    )
+    # Forked workers inherit every registered mechanism, also one registered by a plug-in.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    rows: dict[str, dict[str, Any]] = {}
+    stop = context.Event()
+    with ProcessPoolExecutor(workers, context, _share_stop, (stop,)) as pool:
+        jobs = {pool.submit(train_one, name, out, list(overrides), threads): name for name in names}
+        try:
+            for job in as_completed(jobs):
+                name, row = jobs[job], job.result()
+                if row is None:  # stopped by Ctrl-C: the demo stops with it
+                    raise KeyboardInterrupt
+                rows[name] = row
+                seconds = row["train_seconds"]
+                print(f"[{len(rows)}/{len(names)}] {name}: {seconds:.0f} s of training", flush=True)
+        except KeyboardInterrupt:  # the running models save their checkpoints and stop too
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    ordered = {name: rows[name] for name in names}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps({"models": rows}, indent=2), encoding="utf-8")
+    wall = time.perf_counter() - started
+    summary = {"models": ordered, "wall_seconds": round(wall, 1), "workers": workers}
+    (out / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     print()
-    print(format_table(rows))
-    print(f"\nwritten to {out / 'results.json'}")
-    return rows
+    print(format_table(ordered))
+    print(
+        f"\n{wall:.0f} s of wall time, {workers} models at once; written to {out / 'results.json'}"
+    )
+    return ordered
