@@ -151,7 +151,7 @@ class ConstituentInjection(SyntaxInjection):
 
     def inspect(self, edit: HeadEdit, first_piece: torch.Tensor) -> dict[str, Any]:
         prior = word_values(edit.prior, first_piece)  # C, whose first off-diagonal is a
-        return {"links": prior.diagonal(1, -2, -1), "prior": prior, "inside": True}
+        return {"links": prior.diagonal(1, -2, -1), "prior": prior}
 
 
 class ConstituentView(MechanismView):
@@ -172,7 +172,8 @@ class ConstituentView(MechanismView):
             return []
         words = sentence.words
         gaps = [f"{a}|{b}" for a, b in zip(words, words[1:], strict=False)]
-        every = "the chosen heads'" if captured[0][1].get("inside") else "every head's"
+        # Inside a pretrained encoder the prior is in the chosen heads only.
+        every = "the chosen heads'" if sentence.backbone_layers else "every head's"
         return [
             Panel(
                 "link probabilities a (Tree Transformer)",
