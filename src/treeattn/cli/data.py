@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,7 @@ def _data(args: argparse.Namespace) -> int:
     for data_set in DATA_SETS:
         found = check_data_set(data_set, root)
         print(f"\n{data_set.folder}: {found.status}")
-        print(f"  {data_set.release}; read by {data_set.used_by}")
+        print(f"  {data_set.release}\n  read by {data_set.used_by}")
         if found.status == "missing":
             print(f"  no file of it in {root / data_set.folder}")
         else:
@@ -66,11 +67,14 @@ def _data(args: argparse.Namespace) -> int:
     known = {data_set.folder for data_set in DATA_SETS}
     others = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in known)
     if others:
-        print(f"\nalso in the folder, read by no config: {', '.join(others)}")
+        print("\n" + _wrap(f"also in the folder, read by no config: {', '.join(others)}"))
     if failed:
         print(
-            f"\n{len(failed)} of {len(DATA_SETS)} data sets missing or broken: "
-            f"{', '.join(failed)}; the configs that read them cannot run"
+            "\n"
+            + _wrap(
+                f"{len(failed)} of {len(DATA_SETS)} data sets missing or broken: "
+                f"{', '.join(failed)}; the configs that read them cannot run"
+            )
         )
         return BAD_INPUT
     print(f"\nall {len(DATA_SETS)} data sets present and readable")
@@ -84,3 +88,8 @@ def _split_line(split: SplitCheck, data_set: DataSet) -> str:
     line = f"{files}{split.count:,} {data_set.unit}"
     released = data_set.released[split.split]
     return line if split.count == released else f"{line} (the release has {released:,})"
+
+
+def _wrap(text: str) -> str:
+    """``text`` in lines of at most 80 columns, names never cut."""
+    return textwrap.fill(text, width=80, break_on_hyphens=False, break_long_words=False)

@@ -80,7 +80,7 @@ def _multi30k_lines(root: Path, split: str) -> int:
 DATA_SETS = (
     DataSet(
         "sst",
-        "Stanford Sentiment Treebank (Socher et al. 2013), trees/ of trainDevTestTrees_PTB",
+        "Stanford Sentiment Treebank (Socher et al. 2013), its PTB-bracketed trees/",
         "configs/sst*.yaml, text corpora sst",
         "trees",
         {split: [f"{split}.txt"] for split in SST_SPLITS},
