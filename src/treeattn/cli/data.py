@@ -22,7 +22,7 @@ def add_data(sub: argparse._SubParsersAction) -> None:
         "sample, UD English-EWT, Multi30k; README's 'Data' section says where each comes "
         "from): for each data set and split, the sentences treeattn's readers find, or "
         "the files missing and any file they refuse (named by file:line). Reading "
-        "everything takes about 10 seconds. Exit status 0 when every data set is there "
+        "everything takes 10 to 30 seconds. Exit status 0 when every data set is there "
         "and readable, 2 when one is missing or broken (the configs that read it cannot "
         "run).",
     )
