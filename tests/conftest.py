@@ -1,4 +1,5 @@
 import os
+from collections import Counter
 
 import pytest
 from hypothesis import settings
@@ -22,3 +23,16 @@ def shared_data():
     if root is None or not root.is_dir():
         pytest.skip("evaluation data not found: set TREEATTN_DATA")
     return root
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per reason tests were skipped, with how many (``-q`` shows none, ``-rs``
+    one line per test): most skips are one missing data set or package."""
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if reasons:
+        terminalreporter.section("skipped, by reason", sep="-")
+        for reason, count in reasons.most_common():
+            terminalreporter.line(f"{count:4d}  {reason}")

@@ -117,6 +117,36 @@ def write_tiny_bert(folder: Path) -> Path:
     return folder
 
 
+def transformers_tokenizer():
+    """The tiny tokenizer as transformers wraps it, adding [CLS] and [SEP] itself as a real
+    BERT tokenizer does (the tiny tokenizer.json leaves them to the backbone)."""
+    transformers = pytest.importorskip("transformers")
+    pieces = tiny_tokenizer()
+    pieces.no_truncation()
+    specials = [(name, pieces.token_to_id(name)) for name in ("[CLS]", "[SEP]")]
+    pieces.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=specials
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=pieces,
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+    )
+
+
+def write_transformers_bert(folder: Path) -> Path:
+    """The tiny BERT and its tokenizer as transformers saves them (``save_pretrained``): a
+    local folder like a downloaded BERT's."""
+    transformers = pytest.importorskip("transformers")
+    model = transformers.BertModel(transformers.BertConfig(**CONFIG))
+    model.load_state_dict(random_bert_state(CONFIG), strict=False)  # the pooler stays random
+    model.save_pretrained(folder)
+    transformers_tokenizer().save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 import treeattn
-from tests.test_backbone import SENTENCES, write_tiny_bert
+from tests.test_backbone import SENTENCES, transformers_tokenizer, write_tiny_bert
 from treeattn.attention.head_edit import HeadEdit, edited_attention
 from treeattn.attention.injection import as_word_of_piece, first_pieces, words_to_pieces
 from treeattn.models.backbone import build_backbone
@@ -473,22 +473,10 @@ def test_transformers_flat_trees_give_the_plain_model(tiny_files):
     torch.testing.assert_close(got.last_hidden_state[keep], plain[keep], rtol=0, atol=1e-6)
 
 
-def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files, tmp_path):
+def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files):
     """The README's recipe for a transformers model: words through the model's tokenizer,
     ``word_ids`` and the attention mask into ``inputs``, ``syntax=`` into the call."""
-    transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, processors
-
-    pieces = Tokenizer.from_file(str(write_tiny_bert(tmp_path) / "tokenizer.json"))
-    pieces.no_truncation()
-    # A real BERT tokenizer.json adds [CLS] and [SEP] itself; the tiny one is told to.
-    specials = [("[CLS]", pieces.token_to_id("[CLS]")), ("[SEP]", pieces.token_to_id("[SEP]"))]
-    pieces.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=specials
-    )
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=pieces, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]"
-    )
+    tokenizer = transformers_tokenizer()
     model = transformers_bert(tiny_files)
     words, trees = sentence_trees(
         ["Unbelievably, cats sat.", "The mat."], TreeSource("right-branching")

@@ -51,6 +51,23 @@ def test_a_url_ends_before_the_punctuation_around_it(text, words):
     assert tokenize(text) == words
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("It costs $4.50.", ["It", "costs", "$", "4.50", "."]),
+        ("It costs €4.50.", ["It", "costs", "€", "4.50", "."]),
+        ("It costs £4.50.", ["It", "costs", "£", "4.50", "."]),
+        ("It costs ¥300.", ["It", "costs", "¥", "300", "."]),
+        ("Ticket: 4.50€, or 50¢ off", ["Ticket", ":", "4.50", "€", ",", "or", "50", "¢", "off"]),
+        ("₹1,000 (about €11)", ["₹", "1,000", "-LRB-", "about", "€", "11", "-RRB-"]),
+    ],
+)
+def test_a_currency_sign_is_a_word_as_the_dollar_is(text, words):
+    assert tokenize(text) == words
+    tokens = tokenize_with_offsets(text)
+    assert [t.form for t in tokens] == [text[t.start : t.end] for t in tokens]
+
+
 def test_the_full_stop_of_an_inner_sentence_is_a_word():
     assert tokenize("I came home. Then I slept.") == [
         "I", "came", "home", ".", "Then", "I", "slept", ".",
@@ -96,7 +113,7 @@ def test_offsets_give_back_the_original_text():
     assert rebuilt == text
 
 
-@given(st.text(alphabet=st.sampled_from(list("ab .,!?\"'()@:/xwhtpsU")), max_size=40))
+@given(st.text(alphabet=st.sampled_from(list("ab .,!?\"'()@:/xwhtpsU€$4")), max_size=40))
 def test_every_token_is_its_text_and_tokens_do_not_overlap(text):
     tokens = tokenize_with_offsets(text)
     for token in tokens:

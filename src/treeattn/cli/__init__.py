@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from treeattn.cli import analysis, cache, parsing, training, translation
+from treeattn.cli import analysis, cache, data, parsing, training, translation
 from treeattn.cli.status import BAD_INPUT, STATUS_HELP, run_command
 
 __all__ = ["build_parser", "main"]
@@ -41,10 +41,11 @@ examples:
   treeattn evalb gold.mrg predicted.txt
   treeattn show "$TREEATTN_DATA/sst/dev.txt" --limit 2
   treeattn cache clear
+  treeattn data
 
 {STATUS_HELP}
 Data is read from $TREEATTN_DATA (default: ../shared/data beside the
-repository).
+repository); `treeattn data` checks that folder.
 """
 
 # The order of `treeattn --help`'s list of commands.
@@ -67,6 +68,7 @@ COMMANDS = (
     parsing.add_evalb,
     parsing.add_show,
     cache.add_cache,
+    data.add_data,
     training.add_demo,
     training.add_mechanisms,
 )

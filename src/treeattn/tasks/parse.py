@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -62,6 +62,7 @@ class ParseTask(Task):
     """Parsing, chosen by dev EVALB F1 (or dev LAS for dependency-only data)."""
 
     name = "parse"
+    datasets: ClassVar[tuple[str, ...]] = (PTB, UD, FILES)  # what data.name may be
     Data = ParseData
     Model = ParserConfig
 
@@ -83,7 +84,7 @@ class ParseTask(Task):
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
-        if d.name not in (PTB, UD, FILES):
+        if d.name not in cls.datasets:
             raise ValueError(f"{where}: data.name={d.name!r}; parsing reads {PTB}, {UD} or {FILES}")
         if d.name == FILES:
             for split in ("train", "dev", "test"):

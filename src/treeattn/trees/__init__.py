@@ -11,6 +11,7 @@ from treeattn.trees.distance import syntactic_distances, tree_from_distances
 from treeattn.trees.head_rules import COLLINS_HEAD_RULES, find_head_child, to_dependency
 from treeattn.trees.labels import EMPTY_ELEMENT, PUNCTUATION_TAGS, strip_label
 from treeattn.trees.pretty import format_tree
+from treeattn.trees.tokenize import Token, tokenize_with_offsets  # tokenize: the module's name
 from treeattn.trees.transforms import (
     BINARY_MARKER,
     binarize,
@@ -46,6 +47,7 @@ __all__ = [
     "EMPTY_ELEMENT",
     "PUNCTUATION_TAGS",
     "Tree",
+    "Token",
     "TreebankEntry",
     "binarize",
     "clean_ptb",
@@ -64,6 +66,7 @@ __all__ = [
     "strip_function_tags",
     "strip_label",
     "syntactic_distances",
+    "tokenize_with_offsets",
     "tree_from_distances",
     "unbinarize",
     "unwrap_root",

@@ -8,6 +8,7 @@ no data download), with brackets written ``-LRB-``/``-RRB-`` and double quotes a
 
 - URLs and e-mail addresses are one word each (the Treebank rules would cut them at
   ``:`` and ``@``);
+- every currency sign is a word, as the rules make ``$`` one (``€ 4.50``, ``¥ 300``);
 - a line is first cut into sentences (``sentence_spans``), so that the full stop of a
   sentence that is not the line's last is a word of its own (``home .``, not ``home.``);
 - every word keeps its place in the text (``Token.start``, ``Token.end``), so that the
@@ -17,6 +18,7 @@ no data download), with brackets written ``-LRB-``/``-RRB-`` and double quotes a
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -132,7 +134,8 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
     for a, b in whole.items():
         masked = masked[:a] + "x" * (b - a) + masked[b:]
     tokens, position = [], 0
-    for piece in TreebankWordTokenizer().tokenize(masked):
+    rules = TreebankWordTokenizer().tokenize(masked)
+    for piece in (part for word in rules for part in _split_currency(word)):
         start = _find(masked, piece, position)
         end = whole.get(start) or start + _length(masked, piece, start)
         form = sentence[start:end]
@@ -140,6 +143,18 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
         tokens.append(Token(escape([word])[0], form, offset + start, offset + end))
         position = end
     return tokens
+
+
+def _split_currency(piece: str) -> list[str]:
+    """``piece`` with each currency sign a word of its own: the rules split ``$4.50`` but
+    leave ``€4.50``, ``£4.50`` and ``¥300`` whole."""
+    parts, start = [], 0
+    for k, char in enumerate(piece):
+        if unicodedata.category(char) == "Sc":
+            parts += [piece[start:k], char]
+            start = k + 1
+    parts.append(piece[start:])
+    return [part for part in parts if part]
 
 
 def _find(text: str, piece: str, position: int) -> int:
