@@ -13,7 +13,7 @@ import torch
 
 from tests.helpers import train
 from treeattn.engine.checkpoint import load_checkpoint
-from treeattn.engine.config import Config, apply_override
+from treeattn.engine.config import Config, apply_override, read_raw_config
 from treeattn.engine.task import evaluating
 from treeattn.tasks import load_config
 from treeattn.tasks.trained import load_trained
@@ -300,3 +300,31 @@ def test_an_auto_run_says_and_records_what_it_chose(tmp_path, capsys):
     chosen, why = resolve_precision("auto", torch.device("cpu"))
     assert results["precision"] == chosen
     assert f"precision: {chosen} ({why})" in capsys.readouterr().err
+
+
+def test_best_epoch_counts_as_the_log_counts(tmp_path, capsys):
+    results = train(tiny_config(tmp_path, "train.epochs=3", "train.progress=true"))
+    logged = re.findall(
+        r"^epoch (\d+) update \d+: dev accuracy ([\d.]+)", capsys.readouterr().out, re.M
+    )
+    best = max(logged, key=lambda line: float(line[1]))  # the first epoch with the best score
+    assert results["best_epoch"] == int(best[0]) and 1 <= results["best_epoch"] <= 3
+
+
+def test_a_log_without_a_bar_hears_from_training_between_evaluations(tmp_path, monkeypatch, capsys):
+    from treeattn.engine import trainer
+
+    monkeypatch.setattr(trainer, "PROGRESS_LINE_SECONDS", 0.0)
+    train(tiny_config(tmp_path, "train.epochs=1", "train.progress=true"))
+    lines = [line for line in capsys.readouterr().err.splitlines() if "updates/s" in line]
+    assert lines and re.fullmatch(r"epoch 1/1: update 1 of \d+, [\d.]+ updates/s", lines[0])
+
+
+def test_a_file_that_is_no_config_is_named_not_echoed(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Remember to try a lower learning rate. " * 200, encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        read_raw_config(notes)
+    message = str(error.value)
+    assert message.startswith(f"{notes}: not a config") and "read plain text" in message
+    assert "Remember" not in message

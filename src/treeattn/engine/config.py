@@ -236,8 +236,12 @@ def read_raw_config(path: str | Path | None, overrides: list[str] = ()) -> dict[
                 raw = yaml.safe_load(f) or {}
             except yaml.YAMLError as error:
                 raise ValueError(f"{path}: not valid YAML: {error}") from None
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: expected a mapping of sections, got {raw!r}")
+        if not isinstance(raw, dict):  # named by its kind: the file itself may be long
+            kind = "plain text" if isinstance(raw, str) else f"a YAML {type(raw).__name__}"
+            raise ValueError(
+                f"{path}: not a config: expected YAML sections (task:, data:, model:, "
+                f"train:), read {kind}"
+            )
     for assignment in overrides:
         apply_override(raw, assignment)
     return raw

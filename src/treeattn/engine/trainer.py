@@ -38,6 +38,7 @@ LAST, BEST, METRICS, RESULTS, CURVE = (
     "results.json",
     "learning_curve.png",
 )
+PROGRESS_LINE_SECONDS = 60.0  # a log without a bar hears from training this often
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -338,7 +339,8 @@ class Trainer:
             "precision": self.precision,
             "train_seconds": round(self.progress.train_seconds, 2),
             "global_step": self.progress.global_step,
-            "best_epoch": self.progress.best_epoch,
+            # Counted from 1, as the log counts epochs (0: none was evaluated).
+            "best_epoch": self.progress.best_epoch + 1,
             "best_step": self.progress.best_step,
         }
         if not stopped:
@@ -373,6 +375,9 @@ class Trainer:
             mininterval=1.0,
         )
         started = time.perf_counter()
+        # Without a bar (a log file), a line about every minute says training goes on.
+        said = started if bar.disable and cfg.train.progress and self.replica.is_main else None
+        first = progress.step_in_epoch
         stopped = False
         bfloat16 = self.precision == "bfloat16"
         for indices in batches[progress.step_in_epoch :]:
@@ -389,6 +394,13 @@ class Trainer:
             progress.global_step += 1
             step = progress.global_step
             bar.update(1)
+            if said is not None and time.perf_counter() - said >= PROGRESS_LINE_SECONDS:
+                said = time.perf_counter()
+                rate = (progress.step_in_epoch - first) / (said - started)
+                _say(
+                    f"epoch {progress.epoch + 1}{epochs}: update {progress.step_in_epoch} of "
+                    f"{len(batches)}, {rate:.1f} updates/s"
+                )
             stopped = should_stop(step)
             at_limit = self._finished() and progress.step_in_epoch < len(batches)
             evaluate = at_limit or (
