@@ -709,3 +709,50 @@ def test_arcs_come_only_from_trees_with_labels_head_rules_know():
     for node in hidden.subtrees():
         node.label = "X"
     assert not labelled(hidden) and _heads_of(hidden) is None
+
+
+SST_LINES = [
+    "(3 (2 It) (3 (2 was) (3 good)))",
+    "(1 (2 The) (1 (2 film) (1 (2 was) (1 dull))))",
+    "(4 (2 A) (4 (4 (2 fine) (2 ,) (3 funny)) (2 film)))",
+]
+
+
+def test_a_classifier_on_parser_trees_shows_the_tree_it_read_and_says_why_no_arcs(tmp_path):
+    from treeattn.parsing import Parser
+    from treeattn.trees import Tree
+
+    (tmp_path / "sst").mkdir()
+    for split in ("train", "dev", "test"):
+        (tmp_path / "sst" / f"{split}.txt").write_text("\n".join(SST_LINES) + "\n")
+    run = tmp_path / "run"
+    sets = ["task=classify", "data.name=sst5", f"data.root={tmp_path}", "data.trees=parser"]
+    sets += ["data.parser=fast", "model.attention=hierarchical", "model.d_model=16"]
+    sets += ["model.n_heads=2", "model.d_ff=32", "model.n_layers=1", "train.epochs=1"]
+    sets += ["train.progress=false", f"out_dir={run}"]
+    assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+    line = "It wasn't good at all."
+    data = json.loads(
+        re.search(r'id="view-data">(.*?)</script>', view_page(run / "best.pt", [line]), re.S)[1]
+    )
+    (sentence,) = data["sentences"]
+    assert sentence["text"] == line and sentence["arcs"] is None
+    assert any(
+        note.startswith("no dependency arcs for 1 tree without Penn") for note in data["notes"]
+    )
+    # The tree drawn is the parser's, as the model read it: binarized, its labels hidden.
+    parsed = Parser.load("fast").parse([sentence["words"]])[0].tree
+    saved = load_trained(run / "best.pt", "cpu")
+    read = saved.task.training_tree(parsed)
+    phrases = {(s, e) for s, e in _spans(sentence["tree"]) if e - s > 1}
+    assert isinstance(read, Tree) and phrases == {(s, e) for _, s, e in read.spans() if e - s > 1}
+    labels = []
+
+    def walk(node):
+        labels.append(node["label"])
+        for child in node["children"]:
+            if not isinstance(child, int):
+                walk(child)
+
+    walk(sentence["tree"])
+    assert set(labels) == {"X"}
