@@ -18,9 +18,11 @@ forward pre-hook on each chosen layer's self-attention turns it into that layer'
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from treeattn.attention.head_edit import edited_attention
@@ -87,16 +89,33 @@ def inject_syntax(
     return _inject_transformers(model, mechanism, layers, heads, options)
 
 
+def _dispatches(module: nn.Module) -> bool:
+    """Whether ``module`` is a self-attention whose own forward goes through transformers'
+    attention-function registry (``ALL_ATTENTION_FUNCTIONS``), the door syntax enters by."""
+    forward = getattr(type(module), "forward", None)
+    code = getattr(inspect.unwrap(forward), "__code__", None) if forward else None  # decorated
+    names = getattr(code, "co_names", ())
+    cross = getattr(module, "is_cross_attention", False) or "Cross" in type(module).__name__
+    return "ALL_ATTENTION_FUNCTIONS" in names and not cross
+
+
 def _self_attentions(model: nn.Module) -> list[nn.Module]:
-    """The self-attention module of every layer of a transformers BERT-family model."""
-    base = getattr(model, "base_model", model)
-    try:
-        return [layer.attention.self for layer in base.encoder.layer]
-    except AttributeError:
+    """The self-attention module of every layer of a ``transformers`` model whose attention
+    goes through ``AttentionInterface``, bottom layer first: BERT, RoBERTa, ELECTRA,
+    DistilBERT, GPT-2, Llama, Qwen2, Mistral and the others built the same way."""
+    found = [module for module in model.modules() if _dispatches(module)]
+    if not found:
         raise TypeError(
-            f"{type(model).__name__}: expected a BertEncoder or a transformers BERT-family "
-            "model (encoder.layer[i].attention.self)"
-        ) from None
+            f"{type(model).__name__}: its attention does not go through transformers' "
+            "AttentionInterface (its own attention code), so syntax cannot enter it; "
+            "inject_syntax takes a BertEncoder or such a transformers model"
+        )
+    return found
+
+
+def _text_config(model: nn.Module) -> Any:
+    config = model.config
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
 def _inject_transformers(
@@ -107,12 +126,12 @@ def _inject_transformers(
     options: dict[str, Any],
 ) -> SyntaxInjection:
     attentions = _self_attentions(model)
-    config = model.config
+    config = _text_config(model)
     sizes = len(attentions), config.num_attention_heads, config.hidden_size
     injection = make_injection(mechanism, layers, heads, *sizes, **options)
     injection.to(next(model.parameters()))
     register_with_transformers()
-    previous = config._attn_implementation
+    previous = model.config._attn_implementation
     model.set_attn_implementation(IMPLEMENTATION)
     model.add_module("syntax_injection", injection)
     injection._undo.append(lambda: model.set_attn_implementation(previous))
@@ -149,7 +168,7 @@ def syntax_attention(
 ) -> tuple[Tensor, None]:
     """The attention function registered with transformers as ``treeattn_syntax``:
     transformers' SDPA attention, with the layer's edit (if any) applied."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 
     edit = kwargs.pop(_EDIT, None)
     kwargs.pop(SYNTAX, None)
@@ -157,6 +176,14 @@ def syntax_attention(
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
         )
+    groups = getattr(module, "num_key_value_groups", 1)
+    if groups > 1:  # grouped-query heads: each key and value head serves several queries
+        key, value = repeat_kv(key, groups), repeat_kv(value, groups)
+    if attention_mask is None and getattr(module, "is_causal", False) and query.shape[2] > 1:
+        # transformers leaves a purely causal mask to SDPA's is_causal; an edit needs it
+        # written out, so that no position sees a later one.
+        q, k = query.shape[2], key.shape[2]
+        attention_mask = torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q)
     attended = edited_attention(
         query, key, value, attention_mask, edit, dropout_p=dropout, scale=scaling
     )

@@ -1,0 +1,161 @@
+"""``inject_syntax`` on ``transformers`` models of several families, encoders and decoders,
+each built from a tiny random config (nothing is fetched): syntax that allows everything
+gives the plain model, layers not chosen are untouched, a causal model never lets a
+position see a later one, gradients reach the link modules, ``remove()`` gives the plain
+model back, and a model whose attention is its own code is refused by name."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from treeattn.models.syntax_injection import inject_syntax
+from treeattn.parsing.tree_source import right_branching
+from treeattn.trees import Tree
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB, LENGTH = 40, 7
+SIZES = {"vocab_size": VOCAB, "max_position_embeddings": 32}
+
+
+def tiny_config(family: str):
+    """A two-layer model of ``family`` with four query heads of size 4 (and, for the
+    grouped-query decoders, two key and value heads)."""
+    layers = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4}
+    decoder = {**layers, **SIZES, "intermediate_size": 32, "num_key_value_heads": 2}
+    configs = {
+        "bert": lambda: transformers.BertConfig(**layers, **SIZES, intermediate_size=32),
+        "roberta": lambda: transformers.RobertaConfig(**layers, **SIZES, intermediate_size=32),
+        "electra": lambda: transformers.ElectraConfig(
+            **layers, **SIZES, intermediate_size=32, embedding_size=16
+        ),
+        "distilbert": lambda: transformers.DistilBertConfig(
+            vocab_size=VOCAB,
+            dim=16,
+            n_layers=2,
+            n_heads=4,
+            hidden_dim=32,
+            max_position_embeddings=32,
+        ),
+        "gpt2": lambda: transformers.GPT2Config(
+            vocab_size=VOCAB, n_embd=16, n_layer=2, n_head=4, n_positions=32
+        ),
+        "llama": lambda: transformers.LlamaConfig(**decoder),
+        "qwen2": lambda: transformers.Qwen2Config(**decoder),
+        "mistral": lambda: transformers.MistralConfig(**decoder, sliding_window=4),
+    }
+    return configs[family]()
+
+
+FAMILIES = ["bert", "roberta", "electra", "distilbert", "gpt2", "llama", "qwen2", "mistral"]
+CAUSAL = {"gpt2", "llama", "qwen2", "mistral"}
+
+
+def tiny_model(family: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(tiny_config(family), attn_implementation="sdpa")
+    return model.eval()
+
+
+def batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Token ids (2, LENGTH), the attention mask (the second sentence padded at the end)
+    and each piece's word (one word a piece, -1 at padding)."""
+    torch.manual_seed(1)
+    ids = torch.randint(3, VOCAB, (2, LENGTH))
+    mask = torch.ones(2, LENGTH, dtype=torch.long)
+    mask[1, 5:] = 0
+    words = torch.arange(LENGTH).repeat(2, 1).masked_fill(mask == 0, -1)
+    return ids, mask, words
+
+
+def flat(n: int) -> Tree:
+    """Every word a child of the root: each word's local range is the whole sentence."""
+    return Tree("S", [Tree("X", [f"w{i}"]) for i in range(n)])
+
+
+def states(model, ids, mask, syntax=None, layer: int = -1) -> torch.Tensor:
+    extra = {} if syntax is None else {"syntax": syntax}
+    out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
+    return out.hidden_states[layer]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_syntax_that_allows_everything_gives_the_plain_model(family):
+    model = tiny_model(family)
+    ids, mask, words = batch()
+    real = mask.bool()
+    with torch.no_grad():
+        plain = states(model, ids, mask)
+        injection = inject_syntax(model, "distance", layers=[0, 1], heads=[0, 2])
+        lengths = real.sum(1).tolist()
+        syntax = injection.inputs([flat(n) for n in lengths], words, ~real)
+        ranged = states(model, ids, mask, syntax)
+    torch.testing.assert_close(ranged[real], plain[real], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_layer_not_chosen_is_untouched_and_remove_gives_the_plain_model(family):
+    model = tiny_model(family)
+    ids, mask, words = batch()
+    real = mask.bool()
+    implementation = model.config._attn_implementation
+    with torch.no_grad():
+        plain = [states(model, ids, mask, layer=k) for k in (1, 2)]
+        injection = inject_syntax(model, "distance", layers=[1], heads=[1, 3])
+        trees = [right_branching([f"w{i}" for i in range(n)]) for n in real.sum(1).tolist()]
+        syntax = injection.inputs(trees, words, ~real)
+        first = states(model, ids, mask, syntax, layer=1)  # after layer 0, not chosen
+        second = states(model, ids, mask, syntax, layer=2)
+        torch.testing.assert_close(first[real], plain[0][real], rtol=0, atol=1e-6)
+        assert (second[real] - plain[1][real]).abs().max() > 1e-4  # layer 1 took syntax
+        injection.remove()
+        again = states(model, ids, mask, layer=2)
+    assert model.config._attn_implementation == implementation
+    assert not hasattr(model, "syntax_injection")
+    torch.testing.assert_close(again, plain[1], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("family", sorted(CAUSAL))
+def test_under_a_causal_model_a_later_token_never_changes_an_earlier_position(family):
+    model = tiny_model(family)
+    ids, _, _ = batch()
+    ids = ids[:1]
+    mask = torch.ones_like(ids)
+    words = torch.arange(LENGTH)[None]
+    trees = [right_branching([f"w{i}" for i in range(LENGTH)])]  # fixed: syntax is not text
+    with torch.no_grad():
+        injection = inject_syntax(model, "distance", layers=[0, 1], heads=[0, 1, 2, 3])
+        syntax = injection.inputs(trees, words, mask == 0)
+        before = states(model, ids, mask, syntax)
+        changed = ids.clone()
+        changed[0, -1] = (changed[0, -1] + 1) % VOCAB
+        after = states(model, changed, mask, syntax)
+    torch.testing.assert_close(after[0, :-1], before[0, :-1], rtol=0, atol=1e-6)
+    assert (after[0, -1] - before[0, -1]).abs().max() > 0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_gradients_reach_the_constituent_link_modules(family):
+    model = tiny_model(family)
+    ids, mask, words = batch()
+    injection = inject_syntax(model, "constituent", layers=[0, 1], heads=[0])
+    syntax = injection.inputs(None, words, mask == 0)
+    states(model, ids, mask, syntax)[mask.bool()].sum().backward()
+    for link in injection.links.values():
+        assert link.link_query.weight.grad is not None
+        assert link.link_query.weight.grad.abs().sum() > 0
+
+
+def test_a_model_with_its_own_attention_code_is_refused_by_name():
+    config = transformers.DebertaV2Config(
+        vocab_size=VOCAB,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
+    model = transformers.AutoModel.from_config(config)
+    with pytest.raises(TypeError, match="DebertaV2Model: its attention does not go through"):
+        inject_syntax(model, "distance", layers=[0], heads=[0])
