@@ -1,8 +1,8 @@
-"""Syntax inside a pretrained BERT-family encoder's attention.
+"""Syntax inside a pretrained model's attention.
 
 ``inject_syntax(model, mechanism, layers=..., heads=..., **options)`` changes chosen heads
-of chosen layers of ``model`` (this package's ``BertEncoder``, or a ``transformers``
-BERT-family model) and returns the mechanism's ``SyntaxInjection``; per batch,
+of chosen layers of ``model`` (this package's ``BertEncoder``, or a ``transformers`` model
+whose attention goes through ``AttentionInterface``, encoder or decoder) and returns the mechanism's ``SyntaxInjection``; per batch,
 ``injection.inputs(trees, word_of_piece, pad_mask)`` turns the batch's trees into what the
 model reads through its ``syntax=`` keyword. Called without it, the model is the plain
 one. Which mechanisms can be injected, and how each edits a layer's heads, is theirs to
@@ -73,8 +73,8 @@ def inject_syntax(
     the model).
 
     ``model``: a ``BertEncoder`` (called as ``model(piece_ids, pad_mask, syntax=...)``)
-    or a ``transformers`` BERT-family model (``model(input_ids, attention_mask=...,
-    syntax=...)``), with ``syntax=injection.inputs(trees, word_of_piece, pad_mask)``.
+    or a ``transformers`` model whose attention goes through ``AttentionInterface``
+    (``model(input_ids, attention_mask=..., syntax=...)``), with ``syntax=injection.inputs(trees, word_of_piece, pad_mask)``.
     """
     if hasattr(model, "syntax_injection"):
         raise ValueError("the model has syntax injected already: remove() that one first")
