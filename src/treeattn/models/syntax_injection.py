@@ -2,9 +2,10 @@
 
 ``inject_syntax(model, mechanism, layers=..., heads=..., **options)`` changes chosen heads
 of chosen layers of ``model`` (this package's ``BertEncoder``, or a ``transformers`` model
-whose attention goes through ``AttentionInterface``, encoder or decoder) and returns the mechanism's ``SyntaxInjection``; per batch,
-``injection.inputs(trees, word_of_piece, pad_mask)`` turns the batch's trees into what the
-model reads through its ``syntax=`` keyword. Called without it, the model is the plain
+whose attention goes through ``AttentionInterface``, encoder or decoder) and returns the
+mechanism's ``SyntaxInjection``; per batch, ``injection.inputs(trees, word_of_piece,
+pad_mask)`` turns the batch's trees into what the model reads through its ``syntax=``
+keyword. Called without it, the model is the plain
 one. Which mechanisms can be injected, and how each edits a layer's heads, is theirs to
 say (``Capabilities.injection``, ``attention.injection``): ``treeattn mechanisms`` lists
 them.
@@ -74,7 +75,8 @@ def inject_syntax(
 
     ``model``: a ``BertEncoder`` (called as ``model(piece_ids, pad_mask, syntax=...)``)
     or a ``transformers`` model whose attention goes through ``AttentionInterface``
-    (``model(input_ids, attention_mask=..., syntax=...)``), with ``syntax=injection.inputs(trees, word_of_piece, pad_mask)``.
+    (``model(input_ids, attention_mask=..., syntax=...)``), with
+    ``syntax=injection.inputs(trees, word_of_piece, pad_mask)``.
     """
     if hasattr(model, "syntax_injection"):
         raise ValueError("the model has syntax injected already: remove() that one first")
