@@ -5,10 +5,9 @@ of chosen layers of ``model`` (this package's ``BertEncoder``, or a ``transforme
 whose attention goes through ``AttentionInterface``, encoder or decoder) and returns the
 mechanism's ``SyntaxInjection``; per batch, ``injection.inputs(trees, word_of_piece,
 pad_mask)`` turns the batch's trees into what the model reads through its ``syntax=``
-keyword. Called without it, the model is the plain
-one. Which mechanisms can be injected, and how each edits a layer's heads, is theirs to
-say (``Capabilities.injection``, ``attention.injection``): ``treeattn mechanisms`` lists
-them.
+keyword. Called without it, the model is the plain one. Which mechanisms can be
+injected, and how each edits a layer's heads, is theirs to say (``Capabilities.injection``,
+``attention.injection``): ``treeattn mechanisms`` lists them.
 
 On a ``transformers`` model the attention function registered as ``treeattn_syntax``
 (``transformers.AttentionInterface``) is selected with ``model.set_attn_implementation``;
