@@ -22,6 +22,7 @@ ROOT = Path(__file__).parents[1]
         "parser_chart",
         "translation",
         "tree_dependencies",
+        "injection",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
