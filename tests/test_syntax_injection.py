@@ -287,7 +287,7 @@ def literal_states(encoder, injection, ids, owner, tree, gate, tau):
         scores = q @ k.transpose(1, 2) / math.sqrt(d // heads)
         probs = torch.softmax(scores, -1)
         if index in LAYERS:
-            if injection.mechanism == "distance":
+            if injection.name == "distance":
                 changed = torch.softmax(scores + literal_distance_bias(gaps, owner, gate, tau), -1)
             else:
                 firsts = [owner.index(w) for w in range(max(owner) + 1)]

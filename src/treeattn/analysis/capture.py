@@ -21,11 +21,10 @@ from torch import nn
 from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import first_pieces
 from treeattn.attention.inspection import Captures, MechanismView
-from treeattn.attention.registry import Capabilities, capabilities_of
+from treeattn.attention.registry import capabilities_of, mechanism_capabilities
 from treeattn.models.backbone import Backbone
 from treeattn.models.bert import BertLayer
 from treeattn.models.pretrained import BackboneEncoder
-from treeattn.models.registry import encoder_entry
 from treeattn.tasks.trained import Trained
 
 
@@ -40,13 +39,9 @@ class Captured:
     backbone_layers: int = 0
 
 
-def model_capabilities(model_name: str) -> Capabilities:
-    """The capabilities of the mechanism a model section names (``model.attention``)."""
-    return encoder_entry(model_name).capabilities
-
-
 def mechanism_view(model_name: str) -> MechanismView:
-    return model_capabilities(model_name).view or MechanismView()
+    """What the viewer reads of the mechanism a model section names (``model.attention``)."""
+    return mechanism_capabilities(model_name).view or MechanismView()
 
 
 def parts(encoder: nn.Module) -> tuple[Backbone | None, nn.Module | None]:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from treeattn.models.registry import encoder_entry, encoder_names
+from treeattn.attention.registry import mechanism_capabilities
+from treeattn.models.registry import encoder_names
 from treeattn.tasks.trained import Trained, load_trained
 
 
 def mechanisms_with(analysis: str) -> list[str]:
     """The registered mechanisms that declare ``analysis`` (``Capabilities.analyses``)."""
-    return [
-        name for name in encoder_names() if analysis in encoder_entry(name).capabilities.analyses
-    ]
+    return [name for name in encoder_names() if analysis in mechanism_capabilities(name).analyses]
 
 
 def load_for(checkpoint: str | Path, analysis: str, device: str = "auto") -> Trained:
@@ -20,7 +19,7 @@ def load_for(checkpoint: str | Path, analysis: str, device: str = "auto") -> Tra
     declare ``analysis``."""
     saved = load_trained(checkpoint, device)
     name = saved.cfg.model.attention
-    if analysis not in encoder_entry(name).capabilities.analyses:
+    if analysis not in mechanism_capabilities(name).analyses:
         able = " or ".join(mechanisms_with(analysis)) or "none registered"
         raise ValueError(
             f"{checkpoint}: `treeattn {analysis}` needs a model whose mechanism supports it "

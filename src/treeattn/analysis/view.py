@@ -212,7 +212,7 @@ def _trees_for(saved: Trained, examples: list[LabeledSentence], where: str):
         return examples
     missing = [i for i, ex in enumerate(examples) if ex.tree is None]
     # The model's own tree source; a task that keeps none (mlm) is shown the parser's trees.
-    source = getattr(saved.task, "tree_source", None) or TreeSource(PARSER)
+    source = saved.task.tree_source or TreeSource(PARSER)
     found = source.trees([examples[i].tokens for i in missing], where, progress=False, cache=False)
     out = list(examples)
     for i, tree in zip(missing, found, strict=True):
@@ -378,7 +378,7 @@ def view_data(
     if injected is not None and max(injected.heads) >= heads:
         some = "not all" if min(injected.heads) < heads else "not"
         notes.append(
-            f"the {injected.mechanism} heads {head_numbers(injected.heads)} are {some} among the "
+            f"the {injected.name} heads {head_numbers(injected.heads)} are {some} among the "
             f"{heads} heads shown (--max-heads)"
         )
     about = {"title": title, "source": where, "heads": heads, "notes": notes}

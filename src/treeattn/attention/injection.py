@@ -129,10 +129,6 @@ class SyntaxInjection(nn.Module):
         self.heads = _indices(heads, n_heads, "heads")
         self._undo: list[Callable[[], Any]] = []  # what ``remove`` runs
 
-    @property
-    def mechanism(self) -> str:
-        return self.name
-
     def inputs(
         self,
         trees: Sequence[Tree] | None,

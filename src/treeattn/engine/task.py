@@ -195,6 +195,10 @@ class Task(ABC):
             )
         return "\n".join(lines)
 
+    # The one tree source of a task whose models read trees (a ``TreeSource`` of
+    # ``treeattn.parsing.tree_source``, which lies above the engine); None: it keeps none.
+    tree_source: Any = None
+
     def use_trees(self, trees: str | None = None, parser: str | None = None) -> None:
         """From now on read the trees a command asks for (``--trees``, ``--parser``):
         ``trees`` names a kind of tree source (``gold``, ``parser``, ``right-branching``)
