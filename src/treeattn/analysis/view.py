@@ -163,13 +163,15 @@ def sentence_data(
     names: list[str],
     view: MechanismView,
     text: str | None = None,
+    with_nodes: bool = False,
 ):
-    """One sentence's data; ``text``: the sentence as written (default: its words)."""
+    """One sentence's data; ``text``: the sentence as written (default: its words);
+    ``with_nodes``: the model attends over phrase nodes (an encoder that gives a tree)."""
     words = list(example.tokens)
     nodes: list[str] = []
     spans: list[list[int]] = []
     node_index = None
-    if encoder_entry(saved.cfg.model.attention).output == TREE:
+    if with_nodes:
         spans, node_index = _model_nodes(item)  # its queries: the phrase nodes, then the words
     tree, first = example.tree, 0
     if tree is None and view.draws_own_tree and found.captures:  # the model's own tree
@@ -342,13 +344,16 @@ def view_data(
     batches = [encoded.batch([k]).to(saved.device) for k in range(len(shown))]
     found = [capture(saved, batch.inputs) for batch in batches]
     view = mechanism_view(saved.cfg.model.attention)
+    with_nodes = encoder_entry(saved.cfg.model.attention).output == TREE
     crossed = [cross_attention(saved, batch) for batch in batches] if translates else []
     n_heads = max(layer.shape[0] for layer in found[0].attention)
     names, notes = _layer_names(saved, found[0])
 
     def build(heads: int) -> list[dict]:
         built = [
-            sentence_data(saved, sentence, items[k], found[k], heads, names, view, texts[k])
+            sentence_data(
+                saved, sentence, items[k], found[k], heads, names, view, texts[k], with_nodes
+            )
             for k, sentence in enumerate(sentences)
         ]
         for data, (pieces, means), pair in zip(built, crossed, shown, strict=False):
