@@ -60,13 +60,18 @@ SENTENCES = [
 
 
 def tiny_tokenizer():
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
     tokenizer = Tokenizer(
         models.WordPiece({piece: i for i, piece in enumerate(VOCAB)}, unk_token="[UNK]")
     )
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # [CLS] and [SEP] around a sentence, as a BERT's tokenizer.json adds them.
+    specials = [(name, VOCAB.index(name)) for name in ("[CLS]", "[SEP]")]
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=specials
+    )
     # A fixed length as real tokenizer.json files often have: the backbone must ignore it.
     tokenizer.enable_truncation(max_length=6)
     return tokenizer
@@ -118,15 +123,10 @@ def write_tiny_bert(folder: Path) -> Path:
 
 
 def transformers_tokenizer():
-    """The tiny tokenizer as transformers wraps it, adding [CLS] and [SEP] itself as a real
-    BERT tokenizer does (the tiny tokenizer.json leaves them to the backbone)."""
+    """The tiny tokenizer as transformers wraps it."""
     transformers = pytest.importorskip("transformers")
     pieces = tiny_tokenizer()
     pieces.no_truncation()
-    specials = [(name, pieces.token_to_id(name)) for name in ("[CLS]", "[SEP]")]
-    pieces.post_processor = tokenizers.processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=specials
-    )
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=pieces,
         cls_token="[CLS]",

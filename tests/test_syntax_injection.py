@@ -23,16 +23,17 @@ import torch.nn.functional as F
 import treeattn
 from tests.test_backbone import SENTENCES, transformers_tokenizer, write_tiny_bert
 from treeattn.attention.head_edit import HeadEdit, edited_attention
-from treeattn.attention.injection import as_word_of_piece, first_pieces, words_to_pieces
+from treeattn.attention.injection import as_word_of_piece, words_to_pieces
 from treeattn.models.backbone import build_backbone
-from treeattn.models.pieces import PTB_UNESCAPE
 from treeattn.models.syntax_injection import inject_syntax, make_injection
 from treeattn.models.weights import WeightsError, read_directory, read_pretrained
 from treeattn.parsing import Parser
+from treeattn.parsing.alignment import align_text
 from treeattn.parsing.sentence_trees import sentence_trees
 from treeattn.parsing.tree_source import TreeSource
 from treeattn.trees import Tree
 from treeattn.trees.distance import syntactic_distances, tree_from_distances
+from treeattn.trees.offsets import first_pieces
 
 pytest.importorskip("tokenizers")
 
@@ -474,23 +475,21 @@ def test_transformers_flat_trees_give_the_plain_model(tiny_files):
 
 
 def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files):
-    """The README's recipe for a transformers model: words through the model's tokenizer,
-    ``word_ids`` and the attention mask into ``inputs``, ``syntax=`` into the call."""
+    """The README's recipe for a transformers model: raw text through the model's
+    tokenizer and the parser, met by characters (``align_text``), ``syntax=`` into the
+    call; the same as the backbone's pieces of the same words."""
     tokenizer = transformers_tokenizer()
     model = transformers_bert(tiny_files)
-    words, trees = sentence_trees(
-        ["Unbelievably, cats sat.", "The mat."], TreeSource("right-branching")
-    )
-    encoded = tokenizer(
-        [[PTB_UNESCAPE.get(w, w) for w in s] for s in words],
-        is_split_into_words=True,
+    encoded, aligned, trees = align_text(
+        ["Unbelievably, cats sat.", "The mat."],
+        tokenizer,
+        TreeSource("right-branching"),
         padding=True,
         return_tensors="pt",
     )
+    words = aligned.words
     injection = inject_syntax(model, "constituent", layers=[1, 2], heads=[0, 1, 2])
-    syntax = injection.inputs(
-        trees, [encoded.word_ids(i) for i in range(len(words))], encoded["attention_mask"] == 0
-    )
+    syntax = injection.inputs(trees, aligned.word_of_piece, encoded["attention_mask"] == 0)
     with torch.no_grad():
         got = model(**encoded, syntax=syntax).last_hidden_state
     # The same pieces through our encoder with the same injection and link weights.

@@ -19,7 +19,6 @@ import torch
 from torch import nn
 
 from treeattn.attention.head_edit import HeadEdit
-from treeattn.attention.injection import first_pieces
 from treeattn.attention.inspection import Captures, MechanismView
 from treeattn.attention.registry import capabilities_of, mechanism_capabilities
 from treeattn.models.backbone import Backbone
@@ -90,27 +89,34 @@ def layer_captures(model: nn.Module, run: Callable[[], Any]) -> list[dict[str, A
     return [captured for _, captured in found.captures]
 
 
-def word_attention(pieces: torch.Tensor, word_of_piece: torch.Tensor) -> torch.Tensor:
+def word_attention(
+    pieces: torch.Tensor, word_of_piece: torch.Tensor, first_piece: torch.Tensor
+) -> torch.Tensor:
     """Attention over pieces (H, p, p) as attention over words (H, n, n), as BERT analyses
     read it: attention to a word is the sum over its pieces, from a word the mean over its
     pieces; ``[CLS]``, ``[SEP]`` (``word_of_piece`` -1) are left out, so rows sum to the
-    share the words get, at most 1."""
-    n = int(word_of_piece.max()) + 1
+    share the words get, at most 1. ``first_piece`` (n,): a word with no piece of its own
+    reads the one it shares (``trees.offsets``)."""
+    n = first_piece.shape[0]
     owner = word_of_piece[:, None] == torch.arange(n, device=word_of_piece.device)
+    shares = ~owner.any(0)
+    owner[first_piece[shares], shares] = True
     owner = owner.to(pieces.dtype)  # (p, n): one 1 a word's piece
     to_words = pieces @ owner  # (H, p, n)
     return owner.T @ to_words / owner.sum(0)[:, None]
 
 
-def _bert_hook(found: Captured, word_of_piece: torch.Tensor, injection: Any):
+def _bert_hook(found: Captured, pieces: Any, injection: Any):
     """A forward hook (with keywords) on a BERT layer: its attention as words, and what
     the injected mechanism shows of the edit the layer received (over the words: a
     word's first piece holds its row and column)."""
-    first = first_pieces(word_of_piece[None], int(word_of_piece.max()) + 1)[0]
+    word_of_piece, first = pieces.word_of_piece[0], pieces.first_piece[0]
 
     def keep(module: BertLayer, args: tuple, kwargs: dict, _output: Any) -> None:
         bound = {**dict(zip(("states", "allowed", "edit"), args, strict=False)), **kwargs}
-        found.attention.append(word_attention(module.attention_weights(**bound)[0], word_of_piece))
+        found.attention.append(
+            word_attention(module.attention_weights(**bound)[0], word_of_piece, first)
+        )
         edit: HeadEdit | None = bound.get("edit")
         if edit is not None and edit.heads and injection is not None:
             found.captures.append((len(found.attention) - 1, injection.inspect(edit, first)))
@@ -128,7 +134,7 @@ def capture(saved: Trained, inputs) -> Captured:
     handles = []
     if backbone is not None:
         injection = getattr(backbone.encoder, "syntax_injection", None)
-        keep = _bert_hook(found, inputs.pieces.word_of_piece[0], injection)
+        keep = _bert_hook(found, inputs.pieces, injection)
         handles += [
             layer.register_forward_hook(keep, with_kwargs=True) for layer in backbone.encoder.layers
         ]

@@ -25,16 +25,7 @@ from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.registry import Reads
 from treeattn.trees import Tree
 from treeattn.trees.distance import gap_distances
-
-
-def first_pieces(word_of_piece: Tensor, n_words: int) -> Tensor:
-    """(B, p) -> (B, n): the position of each word's first piece (0 past a sentence)."""
-    batch, length = word_of_piece.shape
-    slot = word_of_piece.masked_fill(word_of_piece < 0, n_words)  # specials in a spare slot
-    positions = torch.arange(length, device=word_of_piece.device).expand(batch, -1)
-    first = torch.full((batch, n_words + 1), length, device=word_of_piece.device)
-    first = first.scatter_reduce(1, slot, positions, reduce="amin")[:, :n_words]
-    return first.masked_fill(first == length, 0)
+from treeattn.trees.offsets import first_pieces
 
 
 def words_to_pieces(
@@ -92,7 +83,7 @@ class SyntaxInputs:
     ) -> None:
         self.injection = injection
         self.word_of_piece, self.pad_mask, self.word_lengths = word_of_piece, pad_mask, word_lengths
-        self.first_piece = first_pieces(word_of_piece, int(word_lengths.max()))
+        self.first_piece = first_pieces(word_of_piece, int(word_lengths.max()), word_lengths)
         self.prepared: dict[str, Any] = injection.prepare(gaps, self)
         self.passing: dict[str, Any] = {}
 

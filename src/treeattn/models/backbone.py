@@ -161,6 +161,9 @@ class Backbone(nn.Module):
             counts = states.new_zeros(states.shape[0], n_words + 1)
             counts.scatter_add_(1, slot, torch.ones_like(slot, dtype=states.dtype))
             words = sums[:, :n_words] / counts[:, :n_words, None].clamp(min=1)
+            # A word with no piece of its own reads the one it shares (trees.offsets).
+            index = batch.first_piece[:, :, None].expand(-1, -1, states.shape[-1])
+            words = torch.where(counts[:, :n_words, None] > 0, words, states.gather(1, index))
         return words.masked_fill(batch.word_pad_mask[:, :, None], 0.0)
 
     def vectors(self, batch: PieceBatch, syntax: LayerEdits | None = None) -> Tensor:

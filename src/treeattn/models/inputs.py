@@ -171,5 +171,5 @@ class InputEncoder:
             # Padded pieces take id 0: their keys are masked and their states never read.
             piece_ids, piece_pad = pad_ids([item.piece_ids for item in items], 0)
             owners = pad_ids([item.word_of_piece for item in items], -1)[0]
-            inputs.pieces = piece_batch(piece_ids, piece_pad, owners)
+            inputs.pieces = piece_batch(piece_ids, piece_pad, owners, (~pad_mask).sum(1))
         return inputs

@@ -1,5 +1,7 @@
-"""PTB-tokenized words as a pretrained encoder's pieces: ``[CLS] pieces [SEP]`` and the word
-each piece belongs to, with the tokenizer alone (no weights read).
+"""PTB-tokenized words as a pretrained model's pieces, with the tokenizer alone (no weights
+read): the words are written back as the raw text they stand for (``detokenize``), the
+model's fast tokenizer splits that text as it was trained to (its own special pieces
+around it), and each piece goes to a word by characters (``treeattn.trees.offsets``).
 
 >>> splitter = load_splitter("minilm")  # doctest: +SKIP
 >>> splitter.batch([["Unbelievably", "-LRB-", "``"]]).word_of_piece.tolist()  # doctest: +SKIP
@@ -16,21 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from treeattn.attention.injection import first_pieces
-from treeattn.models.bert import BertConfig
 from treeattn.models.weights import TokenizerFiles, WeightsError, read_tokenizer
-
-# PTB's escapes for brackets and quotes, as the characters a pretrained vocabulary knows.
-PTB_UNESCAPE = {
-    "-LRB-": "(",
-    "-RRB-": ")",
-    "-LCB-": "{",
-    "-RCB-": "}",
-    "-LSB-": "[",
-    "-RSB-": "]",
-    "``": '"',
-    "''": '"',
-}
+from treeattn.trees.offsets import first_pieces, piece_words
+from treeattn.trees.tokenize import detokenize
 
 
 class SentenceTooLong(ValueError):
@@ -41,7 +31,7 @@ class SentenceTooLong(ValueError):
 class PieceBatch:
     """Sentences as padded pieces.
 
-    ``piece_ids`` (B, p): ``[CLS] pieces [SEP]`` then padding; ``pad_mask`` (B, p) True at
+    ``piece_ids`` (B, p): the pieces (with the tokenizer's special ones) then padding; ``pad_mask`` (B, p) True at
     padding; ``word_of_piece`` (B, p): the word each piece belongs to, -1 for the special
     pieces and padding; ``first_piece`` (B, n): the position of each word's first piece
     (0 past a sentence's end); ``word_pad_mask`` (B, n) True past a sentence's end.
@@ -57,18 +47,20 @@ class PieceBatch:
         return PieceBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
 
 
-def piece_batch(piece_ids: Tensor, pad_mask: Tensor, word_of_piece: Tensor) -> PieceBatch:
-    """A ``PieceBatch`` from padded pieces (B, p) and each piece's word (-1: none)."""
-    word_counts = word_of_piece.max(1).values + 1  # (B,)
+def piece_batch(
+    piece_ids: Tensor, pad_mask: Tensor, word_of_piece: Tensor, word_counts: Tensor
+) -> PieceBatch:
+    """A ``PieceBatch`` from padded pieces (B, p), each piece's word (-1: none) and each
+    sentence's number of words (B,)."""
     n_words = int(word_counts.max())
     word_pad_mask = torch.arange(n_words, device=pad_mask.device) >= word_counts[:, None]
-    first = first_pieces(word_of_piece, n_words)
+    first = first_pieces(word_of_piece, n_words, word_counts)
     return PieceBatch(piece_ids, pad_mask, word_of_piece, first, word_pad_mask)
 
 
 class PieceSplitter:
-    """Splits PTB-tokenized words into the pieces of ``tokenizer`` (a
-    ``tokenizers.Tokenizer``) for an encoder with ``max_pieces`` positions; a sentence with
+    """Splits PTB-tokenized words into the pieces of ``tokenizer`` (a fast
+    ``tokenizers.Tokenizer``) for a model with ``max_pieces`` positions; a sentence with
     more pieces is refused (``SentenceTooLong``), never truncated."""
 
     pad_id = 0  # any id: padded keys are masked and padded states never read
@@ -76,45 +68,33 @@ class PieceSplitter:
     def __init__(self, tokenizer: Any, max_pieces: int) -> None:
         self.tokenizer = tokenizer
         self.max_pieces = max_pieces
-        vocab = tokenizer.get_vocab()
-        self.cls_id = _special(vocab, ("[CLS]", "<s>"))
-        self.sep_id = _special(vocab, ("[SEP]", "</s>"))
-        self.unk_id = _special(vocab, ("[UNK]", "<unk>"))
 
     @classmethod
     def from_files(cls, files: TokenizerFiles) -> PieceSplitter:
-        """The splitter of a source's tokenizer, for its encoder's positions."""
-        config = BertConfig.from_dict(files.config)
-        return cls(files.tokenizer, config.max_position_embeddings)
+        """The splitter of a source's tokenizer, for its model's positions."""
+        return cls(files.tokenizer, max_positions(files.config))
 
     def rows(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[int]]]:
-        """Each PTB-tokenized sentence's ``[CLS] pieces [SEP]`` ids and the word of each
-        piece (-1 for the special pieces); a sentence with more pieces than the encoder's
+        """Each PTB-tokenized sentence's piece ids (with the tokenizer's special pieces) and
+        the word of each piece (-1 for none); a sentence with more pieces than the model's
         positions raises ``SentenceTooLong`` naming it."""
-        texts = [[PTB_UNESCAPE.get(word, word) for word in words] for words in sentences]
-        encoded = self.tokenizer.encode_batch(texts, is_pretokenized=True, add_special_tokens=False)
-        rows = []
-        for index, (words, encoding) in enumerate(zip(sentences, encoded, strict=True)):
+        for index, words in enumerate(sentences):
             if not words:
                 raise ValueError(f"sentence {index + 1} of the batch has no words")
-            by_word: list[list[int]] = [[] for _ in words]
-            for piece, word in zip(encoding.ids, encoding.word_ids, strict=True):
-                by_word[word].append(piece)
-            ids, owner = [self.cls_id], [-1]
-            for word, word_pieces in enumerate(by_word):
-                word_pieces = word_pieces or [self.unk_id]  # a word the normaliser empties
-                ids.extend(word_pieces)
-                owner.extend([word] * len(word_pieces))
-            ids.append(self.sep_id)
-            owner.append(-1)
+        texts, tokens = zip(*(detokenize(words) for words in sentences), strict=True)
+        encoded = self.tokenizer.encode_batch(list(texts))
+        rows = []
+        for index, (text, words, encoding) in enumerate(zip(texts, tokens, encoded, strict=True)):
+            ids = list(encoding.ids)
             if len(ids) > self.max_pieces:
-                shown = " ".join(words[:12]) + (" ..." if len(words) > 12 else "")
+                shown = text if len(text) <= 80 else text[:77] + "..."
                 raise SentenceTooLong(
                     f"sentence {index + 1} of the batch ({len(words)} words: {shown!r}) makes "
-                    f"{len(ids)} pieces with [CLS] and [SEP], more than the encoder's "
+                    f"{len(ids)} pieces with the special ones, more than the model's "
                     f"{self.max_pieces} positions; split it (it is never truncated)"
                 )
-            rows.append((ids, owner))
+            special = [bool(flag) for flag in encoding.special_tokens_mask]
+            rows.append((ids, piece_words(text, words, encoding.offsets, special)))
         return rows
 
     def batch(self, sentences: Sequence[Sequence[str]]) -> PieceBatch:
@@ -127,14 +107,16 @@ class PieceSplitter:
             piece_ids[row, : len(ids)] = torch.tensor(ids)
             word_of_piece[row, : len(owner)] = torch.tensor(owner)
         pad_mask = torch.arange(width)[None, :] >= torch.tensor([len(r) for r, _ in rows])[:, None]
-        return piece_batch(piece_ids, pad_mask, word_of_piece)
+        counts = torch.tensor([len(words) for words in sentences])
+        return piece_batch(piece_ids, pad_mask, word_of_piece, counts)
 
 
-def _special(vocab: dict[str, int], names: Sequence[str]) -> int:
-    for name in names:
-        if name in vocab:
-            return vocab[name]
-    raise WeightsError(f"the tokenizer has none of the special pieces {list(names)}")
+def max_positions(config: dict[str, Any]) -> int:
+    """How many pieces a model of ``config`` (its ``config.json``) reads at most."""
+    for key in ("max_position_embeddings", "n_positions", "max_seq_len"):
+        if isinstance(config.get(key), int):
+            return config[key]
+    raise WeightsError("config.json names no maximum length (max_position_embeddings)")
 
 
 def load_splitter(source: str | os.PathLike[str]) -> PieceSplitter:

@@ -1,16 +1,9 @@
-"""A pretrained model's pieces and the parser's words, met by characters.
+"""A pretrained model's pieces and the parser's words of raw text, met by characters.
 
 The model reads the raw text it was trained on, split by its own fast tokenizer; the
 parser reads the same text as Penn Treebank words, each keeping its place in the text
-(``tokenize_with_offsets``). A piece belongs to the word in which its first character
-that is not white space falls (a byte-level piece "Ġcat" carries the space before
-"cat"). The rules where the two splits disagree:
-
-- a piece that runs over two words (a tokenizer that keeps "cannot" whole where the
-  parser reads "can not") belongs to the first;
-- a word in which no piece starts (the second of those) shares the piece that covers
-  its first character, so every word has a first piece to be read from;
-- a piece of no word (``[CLS]``, ``[SEP]``, padding, white space alone) is -1.
+(``tokenize_with_offsets``). Each piece goes to a word by the rules of
+``treeattn.trees.offsets``.
 
 >>> pieces = [(0, 2), (2, 4), (5, 8), (8, 10), (11, 15), (15, 16)]  # Do gs can 't bark .
 >>> aligned = align_pieces(["Dogs can't bark."], [pieces])
@@ -22,14 +15,16 @@ that is not white space falls (a byte-level piece "Ġcat" carries the space befo
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from treeattn.parsing.parser import Parser
 from treeattn.parsing.tree_source import TreeSource
 from treeattn.trees import Tree
+from treeattn.trees.offsets import first_pieces, piece_words
 from treeattn.trees.tokenize import Token, tokenize_with_offsets
 
 
@@ -48,38 +43,18 @@ class AlignedText:
         return [[token.word for token in sentence] for sentence in self.tokens]
 
 
-def _owner(tokens: Sequence[Token], starts: Sequence[int], text: str, start: int, end: int) -> int:
-    """The word of the piece at ``text[start:end]``: the one its first non-space
-    character falls in (-1: none); ``starts``: the words' first characters, in order."""
-    while start < end and text[start].isspace():
-        start += 1
-    index = bisect.bisect_right(starts, start) - 1
-    if start >= end or index < 0 or start >= tokens[index].end:
-        return -1
-    return index
-
-
 def align_pieces(texts: Sequence[str], offsets: Sequence[Sequence[tuple[int, int]]]) -> AlignedText:
     """Align each text's pieces, given by their character ``offsets`` in it (a fast
     tokenizer's ``offset_mapping``; (0, 0) for a special piece), with the parser's words
     of the text (the module's rules)."""
     tokens = [tokenize_with_offsets(text) for text in texts]
-    owners, firsts = [], []
-    for text, words, spans in zip(texts, tokens, offsets, strict=True):
-        starts = [token.start for token in words]
-        owner = [_owner(words, starts, text, int(a), int(b)) for a, b in spans]
-        first: list[int | None] = [None] * len(words)
-        for piece, word in enumerate(owner):
-            if word >= 0 and first[word] is None:
-                first[word] = piece
-        for word, token in enumerate(words):
-            if first[word] is None:  # no piece starts here: the piece over its first char
-                covering = [p for p, (a, b) in enumerate(spans) if a <= token.start < b]
-                if not covering:
-                    raise ValueError(f"{text!r}: no piece covers the word {token.form!r}")
-                first[word] = covering[0]
-        owners.append(owner)
-        firsts.append([int(p) for p in first])
+    owners = [piece_words(*row) for row in zip(texts, tokens, offsets, strict=True)]
+    width = max((len(row) for row in owners), default=0)
+    padded = torch.tensor([row + [-1] * (width - len(row)) for row in owners]).view(-1, width)
+    n_words = max((len(row) for row in tokens), default=0)
+    lengths = torch.tensor([len(words) for words in tokens])
+    firsts = first_pieces(padded, n_words, lengths).tolist()
+    firsts = [row[: len(words)] for row, words in zip(firsts, tokens, strict=True)]
     return AlignedText(tokens, owners, firsts)
 
 

@@ -27,8 +27,8 @@ def sentence_trees(
     ``sentences``: raw strings, tokenized here as the parser tokenizes, or lists of words
     already tokenized. ``source``: a ``Parser`` (its trees), a ``TreeSource`` (a parser,
     right-branching trees, ...), default the shipped parser. ``where`` names the
-    sentences in errors. ``Backbone.pieces`` takes the words as they are; for another
-    tokenizer, write the escapes back as characters (``pieces.PTB_UNESCAPE``).
+    sentences in errors. ``Backbone.pieces`` takes the words as they are; for a
+    ``transformers`` tokenizer, ``parsing.alignment.align_text`` reads the raw text.
     """
     raw = [isinstance(sentence, str) for sentence in sentences]
     if any(raw) and not all(raw):

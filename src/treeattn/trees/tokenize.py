@@ -179,6 +179,46 @@ def _length(text: str, piece: str, start: int) -> int:
     return 0
 
 
+# How a Penn Treebank word is written in raw text, and which words attach to a neighbour.
+_UNESCAPES = {**{v: k for k, v in ESCAPES.items()}, "``": '"', "''": '"'}
+_NO_SPACE_BEFORE = frozenset(
+    ". , ; : ! ? % -RRB- -RSB- -RCB- '' ... ' 's 're 've 'll 'd 'm n't".split()
+)
+_NO_SPACE_AFTER = frozenset("-LRB- -LSB- -LCB- `` $ #".split())
+
+
+def detokenize(words: Sequence[str]) -> tuple[str, list[Token]]:
+    """The raw text Penn Treebank ``words`` stand for, and each word's place in it: brackets
+    and quotes unescaped, no space before closing punctuation and clitics (``'s``,
+    ``n't``) nor after opening brackets, quotes and currency signs. ``tokenize_with_offsets``
+    of the text gives the words back wherever the Treebank's rules split the text as the
+    words are split (not, say, for "wanna" or "ol'").
+
+    >>> words = ["``", "Dogs", "ca", "n't", "bark", "-LRB-", "much", "-RRB-", "''"]
+    >>> text, tokens = detokenize(words)
+    >>> print(text)
+    "Dogs can't bark (much)"
+    >>> [(t.word, t.start, t.end) for t in tokens][2:4]
+    [('ca', 6, 8), ("n't", 8, 11)]
+    """
+    parts: list[str] = []
+    tokens, position = [], 0
+    for index, word in enumerate(words):
+        form = _UNESCAPES.get(word, word)
+        attached = index == 0 or (
+            word.lower() in _NO_SPACE_BEFORE
+            or word in _NO_SPACE_BEFORE
+            or words[index - 1] in _NO_SPACE_AFTER
+        )
+        if not attached:
+            parts.append(" ")
+            position += 1
+        parts.append(form)
+        tokens.append(Token(word, form, position, position + len(form)))
+        position += len(form)
+    return "".join(parts), tokens
+
+
 def split_tokens(text: str) -> list[Token]:
     """Words already split on spaces, as given (brackets escaped), with their places."""
     return [
