@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from treeattn.attention.head_edit import HeadEdit, LayerEdits
 from treeattn.models.bert import BertConfig, BertEncoder
 from treeattn.models.pieces import PieceBatch, PieceSplitter
+from treeattn.models.transformers_encoder import TransformersEncoder, is_bert
 from treeattn.models.weights import PretrainedFiles, read_pretrained
 
 
@@ -95,13 +96,19 @@ class Backbone(nn.Module):
         """Whether no gradient reaches the encoder's weights."""
         return self.tuned_layers == 0
 
+    @property
+    def injectable(self) -> nn.Module:
+        """The model ``inject_syntax`` edits: the BERT encoder, or the ``transformers``
+        model inside the other encoder."""
+        return self.encoder.model if isinstance(self.encoder, TransformersEncoder) else self.encoder
+
     def pretrained_parameters(self) -> list[nn.Parameter]:
         """The encoder's pretrained weights, without what was added to it since (the link
         modules of an injection)."""
-        return [*self.encoder.embeddings.parameters(), *self.encoder.layers.parameters()]
+        return [*self.encoder.outside_layers(), *self.encoder.layers.parameters()]
 
     def _frozen_parameters(self) -> list[nn.Parameter]:
-        frozen = [] if self.tunes_embeddings else list(self.encoder.embeddings.parameters())
+        frozen = [] if self.tunes_embeddings else list(self.encoder.outside_layers())
         n_layers = len(self.encoder.layers)
         for layer in self.encoder.layers[: n_layers - self.tuned_layers]:
             frozen.extend(layer.parameters())
@@ -113,7 +120,7 @@ class Backbone(nn.Module):
         super().train(mode)
         if self.frozen:
             self.encoder.eval()
-        if not self.tunes_embeddings:
+        if not self.tunes_embeddings and isinstance(self.encoder, BertEncoder):
             self.encoder.embeddings.eval()
         for layer in self.encoder.layers[: len(self.encoder.layers) - self.tuned_layers]:
             layer.eval()
@@ -124,7 +131,7 @@ class Backbone(nn.Module):
     def pieces(self, sentences: Sequence[Sequence[str]]) -> PieceBatch:
         """The padded pieces of PTB-tokenized sentences (``PieceSplitter.batch``), on the
         encoder's device."""
-        device = self.encoder.embeddings.words.weight.device
+        device = next(self.encoder.parameters()).device
         return self.splitter.batch(sentences).to(device)
 
     # -- vectors -----------------------------------------------------------------------
@@ -134,6 +141,12 @@ class Backbone(nn.Module):
         part runs without gradients. ``syntax``: the chosen heads' edits, as
         ``BertEncoder.forward`` takes them (``syntax_injection``)."""
         encoder = self.encoder
+        if isinstance(encoder, TransformersEncoder):
+            learns = syntax is not None and _injection_learns(self.injectable)
+            with torch.set_grad_enabled(
+                torch.is_grad_enabled() and (self.tuned_layers > 0 or learns)
+            ):
+                return encoder.hidden_states(batch.piece_ids, batch.pad_mask, syntax)
         n_frozen = len(encoder.layers) - self.tuned_layers
         allowed = ~batch.pad_mask[:, None, None, :]
         grad = torch.is_grad_enabled()
@@ -178,15 +191,24 @@ class Backbone(nn.Module):
         return self.vectors(self.pieces(sentences))
 
 
+def _injection_learns(model: nn.Module) -> bool:
+    injection = getattr(model, "syntax_injection", None)
+    return injection is not None and any(p.requires_grad for p in injection.parameters())
+
+
 def _edit_learns(edit: HeadEdit) -> bool:
     change = edit.bias if edit.bias is not None else edit.prior
     return change.requires_grad
 
 
 def build_backbone(files: PretrainedFiles, **options: Any) -> Backbone:
-    """A ``Backbone`` on the weights of ``files`` (options as ``Backbone``'s)."""
-    encoder = BertEncoder(BertConfig.from_dict(files.config))
-    encoder.load_bert_state(files.state)
+    """A ``Backbone`` on the weights of ``files`` (options as ``Backbone``'s): a BERT's
+    on this package's ``BertEncoder``, any other family's on ``transformers``."""
+    if is_bert(files.config):
+        encoder: BertEncoder | TransformersEncoder = BertEncoder(BertConfig.from_dict(files.config))
+        encoder.load_bert_state(files.state)
+    else:
+        encoder = TransformersEncoder.from_files(files)
     return Backbone(encoder, PieceSplitter.from_files(files), sha256=files.sha256, **options)
 
 

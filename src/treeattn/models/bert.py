@@ -182,6 +182,15 @@ class BertEncoder(nn.Module):
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
 
+    def outside_layers(self) -> list[nn.Parameter]:
+        """The pretrained weights outside the layers: the embeddings."""
+        return list(self.embeddings.parameters())
+
+    def source_state(self, files: Any) -> dict[str, Tensor]:
+        """The weights of ``files`` (``weights.PretrainedFiles``) under this encoder's
+        state-dict names."""
+        return from_bert_names(files.state)
+
     def load_bert_state(self, state: dict[str, Tensor]) -> None:
         """Load weights named as BERT names them; every parameter must be there."""
         self.load_state_dict(from_bert_names(state), strict=True)

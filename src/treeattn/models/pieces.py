@@ -31,10 +31,11 @@ class SentenceTooLong(ValueError):
 class PieceBatch:
     """Sentences as padded pieces.
 
-    ``piece_ids`` (B, p): the pieces (with the tokenizer's special ones) then padding; ``pad_mask`` (B, p) True at
-    padding; ``word_of_piece`` (B, p): the word each piece belongs to, -1 for the special
-    pieces and padding; ``first_piece`` (B, n): the position of each word's first piece
-    (0 past a sentence's end); ``word_pad_mask`` (B, n) True past a sentence's end.
+    ``piece_ids`` (B, p): the pieces (with the tokenizer's special ones) then padding;
+    ``pad_mask`` (B, p) True at padding; ``word_of_piece`` (B, p): the word each piece
+    belongs to, -1 for the special pieces and padding; ``first_piece`` (B, n): the
+    position of each word's first piece (0 past a sentence's end); ``word_pad_mask``
+    (B, n) True past a sentence's end.
     """
 
     piece_ids: Tensor

@@ -11,6 +11,7 @@ neither (plain fine-tuning).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ class BackboneSettings:
     backbone_tune: str | int = "all"  # or none (frozen), or k: only the top k layers
     backbone_lr: float | None = None  # its own learning rate (None: train.lr)
     backbone_warmup: int | None = None  # its own warm-up updates (None: train.warmup_steps)
+    backbone_sha256: str | None = None  # the sha256 its model.safetensors must have
 
     def check_backbone(self, where: str, schedule: str | None = None) -> None:
         """Reject backbone settings no run can use, naming the key (``model.*`` of
@@ -59,6 +61,11 @@ class BackboneSettings:
             raise ValueError(
                 f"{where}: model.backbone_tune={tune!r}; use all, none or a number of top layers"
             )
+        pin = self.backbone_sha256
+        if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"[0-9a-f]{64}", pin)):
+            raise ValueError(
+                f"{where}: model.backbone_sha256={pin!r}; use the 64 hex digits of a sha256"
+            )
         if self.backbone_lr is not None and not self.backbone_lr > 0:
             raise ValueError(f"{where}: model.backbone_lr must be positive")
         if self.backbone_warmup is not None and (
@@ -71,9 +78,11 @@ class BackboneSettings:
             )
 
     def backbone_options(self) -> dict[str, Any]:
-        """``load_backbone``'s options (layers, pooling, tune) from these settings."""
+        """``load_backbone``'s options (the pinned hash, layers, pooling, tune) from these
+        settings."""
         layers = self.backbone_layers
         return {
+            "sha256": self.backbone_sha256,
             "layers": layers if isinstance(layers, int) else list(layers),
             "pooling": self.backbone_pooling,
             "tune": self.backbone_tune,
@@ -110,7 +119,7 @@ class BackboneEncoder(nn.Module):
     vectors instead of its embeddings) where there is one; its output is ``top``'s (token
     states, or leaf and node states).
 
-    Syntax injected into the backbone's encoder (``inject_syntax(backbone.encoder, ...)``)
+    Syntax injected into the backbone's encoder (``inject_syntax(backbone.injectable, ...)``)
     reads the batch's gap distances (``distance``) or nothing (``constituent``).
     """
 
@@ -130,7 +139,7 @@ class BackboneEncoder(nn.Module):
         pieces = inputs.pieces
         if pieces is None:
             raise ValueError("a model on a pretrained backbone reads the batch's pieces")
-        injection = getattr(self.backbone.encoder, "syntax_injection", None)
+        injection = getattr(self.backbone.injectable, "syntax_injection", None)
         syntax = None
         if injection is not None:
             lengths = (~inputs.pad_mask).sum(1)

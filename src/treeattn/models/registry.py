@@ -191,7 +191,7 @@ def _on_backbone(name: str) -> EncoderEntry:
 
         def inside(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
             backbone = _load_backbone(m)
-            inject_syntax(backbone.encoder, name, **m.attention_options)
+            inject_syntax(backbone.injectable, name, **m.attention_options)
             return BackboneEncoder(backbone)
 
         sizes = {"n_layers", "n_heads", "d_model"}

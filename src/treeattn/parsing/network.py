@@ -119,9 +119,9 @@ class LabelAttentionParser(nn.Module):
         if s.backbone is not None:
             from treeattn.models.backbone import load_backbone
 
-            self.backbone = load_backbone(
-                s.backbone, sha256=backbone_sha256, **s.backbone_options()
-            )
+            options = s.backbone_options()
+            options["sha256"] = backbone_sha256 or options["sha256"]
+            self.backbone = load_backbone(s.backbone, **options)
             d_backbone = self.backbone.output_size
         # The content vector: Linear([word embedding; character LSTM; backbone vector]).
         self.content = nn.Linear(s.d_word + s.d_char + d_backbone, s.d_content)

@@ -182,11 +182,10 @@ class Parser:
         backbone = self.model.backbone
         if backbone is None:
             return {}
-        from treeattn.models.bert import from_bert_names
         from treeattn.models.weights import read_pretrained
 
         files = read_pretrained(self.config.backbone, backbone.sha256)
-        return {f"backbone.encoder.{k}": v for k, v in from_bert_names(files.state).items()}
+        return {f"backbone.encoder.{k}": v for k, v in backbone.encoder.source_state(files).items()}
 
     def words(
         self, sentences: Sequence[str | Sequence[str]], where: str = "input"

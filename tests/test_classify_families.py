@@ -1,0 +1,130 @@
+"""``model.backbone`` on a local folder of another family than BERT: a tiny random
+RoBERTa-like encoder (byte-level BPE, ``<s> ... </s>``) and a tiny random Llama-like
+decoder (SentencePiece-style BPE, a start piece, grouped-query heads), each saved as
+``save_pretrained`` saves one, with a ``tokenizer.json`` trained here. Through the command
+line: a classify run with syntax inside and without, then ``predict`` on raw sentences;
+as a library: the backbone's hidden states are the ``transformers`` model's own, a head
+saved with the weights is left out, a wrong pinned hash is refused. Nothing is fetched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.test_classify_backbone import ROWS
+from treeattn.cli import main
+from treeattn.models.backbone import load_backbone
+from treeattn.models.weights import WeightsError
+
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+CORPUS = [
+    "the cat sat on the mat .",
+    "the mat sat , unbelievably on zq .",
+    'Dogs can\'t bark (loudly) at "night".',
+    "cat sat .",
+]
+LAYERS = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4}
+
+
+def roberta_folder(folder: Path) -> Path:
+    raw = tokenizers.ByteLevelBPETokenizer()
+    raw.train_from_iterator(CORPUS * 10, vocab_size=300, special_tokens=["<s>", "<pad>", "</s>"])
+    raw._tokenizer.post_processor = tokenizers.processors.RobertaProcessing(
+        ("</s>", raw.token_to_id("</s>")), ("<s>", raw.token_to_id("<s>"))
+    )
+    config = transformers.RobertaConfig(
+        **LAYERS, vocab_size=300, max_position_embeddings=64, intermediate_size=32, pad_token_id=1
+    )
+    torch.manual_seed(0)
+    # A masked-LM checkpoint: its head is saved beside the encoder and left out when read.
+    transformers.RobertaForMaskedLM(config).save_pretrained(folder)
+    raw.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def llama_folder(folder: Path) -> Path:
+    raw = tokenizers.SentencePieceBPETokenizer()
+    raw.train_from_iterator(CORPUS * 10, vocab_size=200, special_tokens=["<unk>", "<s>"])
+    raw._tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", raw.token_to_id("<s>"))]
+    )
+    config = transformers.LlamaConfig(
+        **LAYERS,
+        vocab_size=200,
+        max_position_embeddings=64,
+        intermediate_size=32,
+        num_key_value_heads=2,
+    )
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).save_pretrained(folder)
+    raw.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+FOLDERS = {"roberta": roberta_folder, "llama": llama_folder}
+
+
+@pytest.fixture(scope="module", params=list(FOLDERS))
+def folder(request, tmp_path_factory):
+    return FOLDERS[request.param](tmp_path_factory.mktemp(request.param))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("labeled") / "trees.txt"
+    path.write_text("".join(row + "\n" for row in ROWS * 4), encoding="utf-8")
+    return path
+
+
+def test_the_backbone_reads_the_transformers_model_of_the_folder(folder):
+    backbone = load_backbone(folder, layers=[0, 2]).eval()
+    words = [["the", "cat", "sat", "."], ["Dogs", "ca", "n't", "bark", "."]]
+    batch = backbone.pieces(words)
+    reference = transformers.AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    with torch.no_grad():
+        got = backbone.hidden_states(batch)
+        want = reference(
+            input_ids=batch.piece_ids,
+            attention_mask=(~batch.pad_mask).long(),
+            output_hidden_states=True,
+        ).hidden_states
+    keep = ~batch.pad_mask
+    for mine, theirs in zip(got, want, strict=True):
+        torch.testing.assert_close(mine[keep], theirs[keep], rtol=0, atol=1e-6)
+    assert backbone.vectors(batch).shape == (2, 5, LAYERS["hidden_size"])
+
+
+def test_a_pinned_hash_is_checked(folder):
+    with pytest.raises(WeightsError, match="not the pinned"):
+        load_backbone(folder, sha256="0" * 64)
+
+
+@pytest.mark.parametrize("mechanism", ["vanilla", "distance", "constituent"])
+def test_classify_trains_and_predicts_through_the_command_line(
+    tmp_path, folder, data, mechanism, capsys
+):
+    inside = ["model.attention_options.layers=[1]", "model.attention_options.heads=[0, 1]"]
+    settings = [
+        "task=classify",
+        "data.name=labeled",
+        *(f"data.paths.{split}={data}" for split in ("train", "dev", "test")),
+        f"model.backbone={folder}",
+        "model.backbone_pooling=mean",
+        f"model.attention={mechanism}",
+        *(["model.n_layers=0"] if mechanism == "vanilla" else inside),
+        "train.epochs=1",
+        "train.max_tokens=40",
+        "train.progress=false",
+        f"out_dir={tmp_path}",
+    ]
+    assert main(["train", *(arg for s in settings for arg in ("--set", s))]) == 0
+    capsys.readouterr()
+    lines = tmp_path / "in.txt"
+    lines.write_text("The cat sat on the mat.\nDogs can't bark.\n", encoding="utf-8")
+    assert main(["predict", str(tmp_path / "best.pt"), str(lines)]) == 0
+    predicted = capsys.readouterr().out.splitlines()
+    assert len(predicted) == 2 and set(predicted) <= {"neg", "pos"}
