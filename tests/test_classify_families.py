@@ -8,14 +8,18 @@ saved with the weights is left out, a wrong pinned hash is refused. Nothing is f
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.test_classify_backbone import ROWS
+from treeattn.analysis.view import decode_attention
 from treeattn.cli import main
 from treeattn.models.backbone import load_backbone
+from treeattn.models.syntax_injection import AttentionRecorder
 from treeattn.models.weights import WeightsError
 
 transformers = pytest.importorskip("transformers")
@@ -128,3 +132,33 @@ def test_classify_trains_and_predicts_through_the_command_line(
     assert main(["predict", str(tmp_path / "best.pt"), str(lines)]) == 0
     predicted = capsys.readouterr().out.splitlines()
     assert len(predicted) == 2 and set(predicted) <= {"neg", "pos"}
+    page = tmp_path / "page.html"
+    assert main(["view", str(tmp_path / "best.pt"), str(lines), "-o", str(page)]) == 0
+    found = re.search(r'id="view-data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S)
+    data = json.loads(found.group(1))
+    assert data["layers"] == LAYERS["num_hidden_layers"]
+    for sentence in data["sentences"]:
+        n = len(sentence["words"])
+        for layer in sentence["attention"]:
+            rows = torch.stack([decode_attention(head, n) for head in layer])  # over the words
+            assert rows.sum() > 0 and (rows.sum(-1) < 1.05).all()  # special pieces take some
+    assert (len(data["sentences"][0]["panels"]) > 0) == (mechanism != "vanilla")
+
+
+def test_the_recorded_attention_is_the_models_own(folder):
+    """What the viewer keeps of a transformers backbone's layers is the probabilities the
+    model's own eager attention gives."""
+    backbone = load_backbone(folder).eval()
+    batch = backbone.pieces([["the", "cat", "sat", "."]])
+    model = backbone.encoder.model
+    kept: dict[int, torch.Tensor] = {}
+    recorder = AttentionRecorder(model, lambda layer, probs, edit: kept.setdefault(layer, probs))
+    with torch.no_grad():
+        backbone.hidden_states(batch)
+    recorder.remove()
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        eager = model(input_ids=batch.piece_ids, output_attentions=True).attentions
+    assert len(kept) == len(eager) == LAYERS["num_hidden_layers"]
+    for layer, probs in enumerate(eager):
+        torch.testing.assert_close(kept[layer], probs, rtol=0, atol=1e-6)

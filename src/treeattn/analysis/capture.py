@@ -24,6 +24,8 @@ from treeattn.attention.registry import capabilities_of, mechanism_capabilities
 from treeattn.models.backbone import Backbone
 from treeattn.models.bert import BertLayer
 from treeattn.models.pretrained import BackboneEncoder
+from treeattn.models.syntax_injection import AttentionRecorder
+from treeattn.models.transformers_encoder import TransformersEncoder
 from treeattn.tasks.trained import Trained
 
 
@@ -106,22 +108,42 @@ def word_attention(
     return owner.T @ to_words / owner.sum(0)[:, None]
 
 
-def _bert_hook(found: Captured, pieces: Any, injection: Any):
-    """A forward hook (with keywords) on a BERT layer: its attention as words, and what
-    the injected mechanism shows of the edit the layer received (over the words: a
-    word's first piece holds its row and column)."""
+def _keeper(found: Captured, pieces: Any, injection: Any):
+    """``keep(layer, probabilities, edit)`` for a backbone layer's piece attention (1, H,
+    p, p): kept as attention over words, with what the injected mechanism shows of the
+    edit the layer received (over the words: a word's first piece holds its row and
+    column)."""
     word_of_piece, first = pieces.word_of_piece[0], pieces.first_piece[0]
 
-    def keep(module: BertLayer, args: tuple, kwargs: dict, _output: Any) -> None:
-        bound = {**dict(zip(("states", "allowed", "edit"), args, strict=False)), **kwargs}
-        found.attention.append(
-            word_attention(module.attention_weights(**bound)[0], word_of_piece, first)
-        )
-        edit: HeadEdit | None = bound.get("edit")
+    def keep(layer: int, probabilities: torch.Tensor, edit: HeadEdit | None) -> None:
+        found.attention.append(word_attention(probabilities[0], word_of_piece, first))
         if edit is not None and edit.heads and injection is not None:
             found.captures.append((len(found.attention) - 1, injection.inspect(edit, first)))
 
     return keep
+
+
+def _bert_hook(keep):
+    """A forward hook (with keywords) on a BERT layer: its probabilities to ``keep``."""
+
+    def hook(module: BertLayer, args: tuple, kwargs: dict, _output: Any) -> None:
+        bound = {**dict(zip(("states", "allowed", "edit"), args, strict=False)), **kwargs}
+        keep(-1, module.attention_weights(**bound), bound.get("edit"))
+
+    return hook
+
+
+def _backbone_hooks(backbone: Any, found: Captured, pieces: Any) -> list[Any]:
+    """What keeps a backbone's attention as the pass runs: a hook on each BERT layer, or a
+    recorder on a ``transformers`` model; each has ``remove()``."""
+    injection = getattr(backbone.injectable, "syntax_injection", None)
+    keep = _keeper(found, pieces, injection)
+    if isinstance(backbone.encoder, TransformersEncoder):
+        return [AttentionRecorder(backbone.encoder.model, keep)]
+    hook = _bert_hook(keep)
+    return [
+        layer.register_forward_hook(hook, with_kwargs=True) for layer in backbone.encoder.layers
+    ]
 
 
 @torch.no_grad()
@@ -133,11 +155,7 @@ def capture(saved: Trained, inputs) -> Captured:
     found = Captured()
     handles = []
     if backbone is not None:
-        injection = getattr(backbone.encoder, "syntax_injection", None)
-        keep = _bert_hook(found, inputs.pieces, injection)
-        handles += [
-            layer.register_forward_hook(keep, with_kwargs=True) for layer in backbone.encoder.layers
-        ]
+        handles += _backbone_hooks(backbone, found, inputs.pieces)
 
     def words() -> torch.Tensor | None:  # the backbone's word vectors, in the top's size
         return None if backbone is None else encoder.project(encoder.word_vectors(inputs))

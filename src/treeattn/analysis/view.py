@@ -378,8 +378,8 @@ def view_data(
             "trees, and those made like them, are binarized with their labels hidden as X); "
             "`treeattn parse` gives the parser's labelled trees"
         )
-    injection = getattr(parts(saved.model.encoder)[0], "encoder", None)
-    injected = getattr(injection, "syntax_injection", None)
+    backbone = parts(saved.model.encoder)[0]
+    injected = None if backbone is None else getattr(backbone.injectable, "syntax_injection", None)
     if injected is not None and max(injected.heads) >= heads:
         some = "not all" if min(injected.heads) < heads else "not"
         notes.append(

@@ -18,14 +18,15 @@ forward pre-hook on each chosen layer's self-attention turns it into that layer'
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from treeattn.attention.head_edit import edited_attention
+from treeattn.attention.head_edit import HeadEdit, edited_attention, edited_probabilities
 from treeattn.attention.injection import SyntaxInjection
 from treeattn.attention.registry import mechanism_capabilities
 from treeattn.models.bert import BertEncoder
@@ -33,6 +34,7 @@ from treeattn.models.bert import BertEncoder
 IMPLEMENTATION = "treeattn_syntax"  # the name registered with transformers
 SYNTAX = "syntax"  # the keyword a model is called with
 _EDIT = "treeattn_head_edit"  # the keyword the pre-hook hands the attention function
+_RECORD = "treeattn_record"  # an attention module's callback for its probabilities
 
 
 def make_injection(
@@ -173,7 +175,8 @@ def syntax_attention(
 
     edit = kwargs.pop(_EDIT, None)
     kwargs.pop(SYNTAX, None)
-    if edit is None:
+    record = getattr(module, _RECORD, None)
+    if edit is None and record is None:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
         )
@@ -185,10 +188,35 @@ def syntax_attention(
         # written out, so that no position sees a later one.
         q, k = query.shape[2], key.shape[2]
         attention_mask = torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q)
+    if record is not None:
+        record(edited_probabilities(query, key, attention_mask, edit, scaling), edit)
     attended = edited_attention(
         query, key, value, attention_mask, edit, dropout_p=dropout, scale=scaling
     )
     return attended.transpose(1, 2).contiguous(), None
+
+
+class AttentionRecorder:
+    """Hands ``keep(layer, probabilities, edit)`` each self-attention's probabilities (B,
+    H, p, p; the edit's bias or prior included) as a ``transformers`` model runs, until
+    ``remove()``: for the viewer. The model runs ``treeattn_syntax`` meanwhile, which
+    computes the same outputs."""
+
+    def __init__(
+        self, model: nn.Module, keep: Callable[[int, Tensor, HeadEdit | None], None]
+    ) -> None:
+        self.model = model
+        self.attentions = _self_attentions(model)
+        register_with_transformers()
+        self.previous = model.config._attn_implementation
+        model.set_attn_implementation(IMPLEMENTATION)
+        for layer, module in enumerate(self.attentions):
+            setattr(module, _RECORD, functools.partial(keep, layer))
+
+    def remove(self) -> None:
+        for module in self.attentions:
+            delattr(module, _RECORD)
+        self.model.set_attn_implementation(self.previous)
 
 
 def register_with_transformers() -> None:
