@@ -14,7 +14,14 @@ PTB_TREE = "( (S (NP-SBJ (NNS Dogs)) (VP (VBP bark)) (. .)) )\n"
 CONLLU = (
     "1\tDogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\n\n"
 )
-CONTENT = {"sst": SST_TREE, "ptb-sample": PTB_TREE, "ud-en-ewt": CONLLU, "multi30k": "A dog.\n"}
+COLA = "gj04\t1\t\tDogs bark.\n"
+CONTENT = {
+    "sst": SST_TREE,
+    "cola": COLA,
+    "ptb-sample": PTB_TREE,
+    "ud-en-ewt": CONLLU,
+    "multi30k": "A dog.\n",
+}
 
 
 @pytest.fixture
@@ -39,19 +46,21 @@ def test_a_complete_folder_is_counted_by_split(capsys, folder):
     status, out, _ = run(capsys, str(folder))
     assert status == 0
     assert out.startswith(f"data folder: {folder}\n")
-    assert out.count(": ok\n") == 4
+    assert out.count(": ok\n") == 5
     assert "  train  1 trees (the release has 8,544)" in out  # sst
+    assert "  out_of_domain_dev  1 sentences (the release has 516)" in out  # cola
     assert "  dev    30 files, 30 trees (the release has 433)" in out  # ptb-sample
     assert "  test   1 sentences (the release has 2,077)" in out  # ud-en-ewt
     assert "  val               3 files, 1 lines each (the release has 1,014)" in out
     assert "also in the folder, read by no config: blimp" in out
-    assert out.endswith("all 4 data sets present and readable\n")
+    assert out.endswith("all 5 data sets present and readable\n")
 
 
 def test_missing_and_unreadable_files_are_named(capsys, folder):
     (folder / "ptb-sample" / "wsj_0005.mrg").unlink()
     (folder / "sst" / "dev.txt").write_text("(3 (2 Dogs) (3 bark)\n")  # unbalanced
     (folder / "multi30k" / "val.fr").write_text("Un chien.\nDeux.\n")
+    (folder / "cola" / "in_domain_dev.tsv").write_text("gj04\t2\t\tDogs bark.\n")
     for name in ("train", "dev", "test"):
         (folder / "ud-en-ewt" / f"en_ewt-ud-{name}.conllu").unlink()
     status, out, _ = run(capsys, str(folder))
@@ -62,9 +71,12 @@ def test_missing_and_unreadable_files_are_named(capsys, folder):
     assert f"  dev    unreadable: {folder / 'sst' / 'dev.txt'}:1" in out
     assert "val.en 1, val.de 1, val.fr 2 lines" in out
     assert "ud-en-ewt: missing\n" in out
+    cola_dev = folder / "cola" / "in_domain_dev.tsv"
+    assert f"  in_domain_dev      unreadable: {cola_dev}:1:6: label '2' is not 0 or 1" in out
     assert " ".join(out.split()).endswith(
-        "4 of 4 data sets missing or broken: sst (broken), ptb-sample (broken), "
-        "ud-en-ewt (missing), multi30k (broken); the configs that read them cannot run"
+        "5 of 5 data sets missing or broken: sst (broken), cola (broken), ptb-sample "
+        "(broken), ud-en-ewt (missing), multi30k (broken); the configs that read them "
+        "cannot run"
     )
     assert max(len(line) for line in out.splitlines() if "unreadable" not in line) <= 80
 

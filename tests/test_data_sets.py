@@ -46,10 +46,11 @@ def _settings(cls: type[DataSet]) -> set[str]:
 
 
 def test_data_sets_are_registered_with_their_classes():
-    assert dataset_names() == ["listops", "sst5", "sst2", "labeled", "text"]
+    assert dataset_names() == ["listops", "sst5", "sst2", "cola", "labeled", "text"]
     classes = {name: dataset_class(name).classes for name in dataset_names()}
     assert classes["listops"] == tuple("0123456789")
     assert classes["sst5"] == ("0", "1", "2", "3", "4") and classes["sst2"] == ("0", "1")
+    assert classes["cola"] == ("0", "1")
     assert classes["labeled"] is None  # named by the training labels
     with pytest.raises(ValueError, match="unknown data set 'sst7'; known: listops, sst5, sst2"):
         dataset_class("sst7")
@@ -72,9 +73,16 @@ def test_each_data_set_has_its_own_settings_and_the_shared_ones():
         "max_length",
         "operators",
     }
-    assert _settings(dataset_class("sst5")) == shared | {"root", "phrase_level", "trees", "parser"}
+    assert _settings(dataset_class("sst5")) == shared | {
+        "root",
+        "phrase_level",
+        "train_size",
+        "trees",
+        "parser",
+    }
     assert _settings(dataset_class("sst2")) == _settings(dataset_class("sst5"))
-    assert _settings(dataset_class("labeled")) == shared | {"paths"}
+    assert _settings(dataset_class("cola")) == shared | {"root", "train_size", "trees", "parser"}
+    assert _settings(dataset_class("labeled")) == shared | {"paths", "train_size"}
     assert "corpora" in _settings(dataset_class("text"))
     cfg = load_config(None, ["data.name=sst2", "data.min_count=2", "data.lowercase=true"])
     assert (cfg.data.name, cfg.data.min_count, cfg.data.lowercase) == ("sst2", 2, True)
@@ -106,6 +114,7 @@ def test_a_section_written_whole_before_drops_other_data_sets_keys():
         "lowercase": False,
         "root": None,
         "phrase_level": False,
+        "train_size": None,  # ListOps' 6000 then, which SST did not read
         "trees": "gold",
         "parser": None,
     }

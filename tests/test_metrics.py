@@ -1,4 +1,5 @@
-"""Unsupervised-parsing F1, attachment scores, accuracy and BLEU on hand-computed cases."""
+"""Unsupervised-parsing F1, attachment scores, accuracy, Matthews correlation and BLEU on
+hand-computed cases."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from treeattn.metrics import (
     gold_spans,
     is_punctuation,
     left_branching_spans,
+    matthews_correlation,
     nontrivial,
     project_spans,
     random_binary_spans,
@@ -181,6 +183,61 @@ def test_accuracy_and_confusion_matrix():
     assert matrix.accuracy == pytest.approx(60.0)
     with pytest.raises(ValueError):
         accuracy([1, 2], [1])
+
+
+def test_matthews_correlation_of_a_confusion_matrix_by_hand():
+    # TP 6, TN 3, FP 2, FN 1 (1 acceptable, 0 not):
+    # (6*3 - 2*1) / sqrt((6+2)(6+1)(3+2)(3+1)) = 16 / sqrt(1120) = 0.478091
+    gold = [1] * 6 + [0] * 3 + [0] * 2 + [1] * 1
+    pred = [1] * 6 + [0] * 3 + [1] * 2 + [0] * 1
+    assert confusion_matrix(gold, pred).counts == [[3, 2], [1, 6]]
+    assert matthews_correlation(gold, pred) == pytest.approx(47.8091, abs=1e-4)
+    assert matthews_correlation(pred, gold) == pytest.approx(47.8091, abs=1e-4)  # symmetric
+    assert matthews_correlation(gold, gold) == pytest.approx(100.0)
+    assert matthews_correlation(gold, [1 - y for y in gold]) == pytest.approx(-100.0)
+    # Labels are names as well as numbers; which class is "positive" does not matter.
+    names = {0: "unacceptable", 1: "acceptable"}
+    named = matthews_correlation([names[y] for y in gold], [names[y] for y in pred])
+    assert named == pytest.approx(47.8091, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred"),
+    [
+        ([1, 0, 1, 1, 0], [1, 1, 1, 1, 1]),  # a model that always says one class
+        ([1, 0, 1, 1, 0], [0, 0, 0, 0, 0]),
+        ([1, 1, 1], [1, 0, 1]),  # gold of one class
+        ([1, 1], [1, 1]),  # both one class, even where every answer is right
+        ([], []),
+    ],
+)
+def test_matthews_correlation_is_zero_where_undefined(gold, pred):
+    assert matthews_correlation(gold, pred) == 0.0
+
+
+def _one_hot_correlation(gold: list[int], pred: list[int], classes: int) -> float:
+    """Pearson's correlation between the gold and predicted one-hot matrices, literally
+    (Gorodkin 2004's definition of the K-class Matthews correlation), times 100."""
+
+    def centred(labels: list[int]) -> list[list[float]]:
+        rows = [[1.0 if y == k else 0.0 for k in range(classes)] for y in labels]
+        means = [sum(row[k] for row in rows) / len(rows) for k in range(classes)]
+        return [[row[k] - means[k] for k in range(classes)] for row in rows]
+
+    def cov(a: list[list[float]], b: list[list[float]]) -> float:
+        return sum(x * y for ra, rb in zip(a, b, strict=True) for x, y in zip(ra, rb, strict=True))
+
+    x, y = centred(gold), centred(pred)
+    return 100 * cov(x, y) / (cov(x, x) * cov(y, y)) ** 0.5
+
+
+def test_matthews_correlation_of_several_classes_is_the_one_hot_correlation():
+    gold = [0, 0, 1, 1, 1, 2, 2, 2, 2, 0, 1, 2]
+    pred = [0, 1, 1, 1, 2, 2, 2, 0, 2, 0, 0, 1]
+    assert matthews_correlation(gold, pred) == pytest.approx(_one_hot_correlation(gold, pred, 3))
+    binary_gold, binary_pred = [1, 1, 1, 0, 0, 1, 0], [1, 0, 1, 0, 1, 1, 0]
+    expected = _one_hot_correlation(binary_gold, binary_pred, 2)
+    assert matthews_correlation(binary_gold, binary_pred) == pytest.approx(expected)
 
 
 # --------------------------------------------------------------------- BLEU

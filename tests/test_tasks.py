@@ -66,9 +66,9 @@ def test_configs_name_their_task_and_old_ones_are_read_as_before():
             "data.phrase_level is not a setting of listops (but of sst5, sst2)",
         ),
         (
-            ["data.name=sst5", "data.train_size=200"],
-            "data.train_size is not a setting of sst5 (but of listops); its settings: name, "
-            "min_count, lowercase, root, phrase_level",
+            ["data.name=sst5", "data.dev_size=200"],
+            "data.dev_size is not a setting of sst5 (but of listops); its settings: name, "
+            "min_count, lowercase, root, phrase_level, train_size",
         ),
         (["data.paths.train=a.txt"], "data.paths is not a setting of listops (but of labeled)"),
         (["model.attention=nope"], "model.attention='nope' is not known"),

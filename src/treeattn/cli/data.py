@@ -18,8 +18,8 @@ def add_data(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "data",
         help="check a data folder: each data set found, its counts, what is missing",
-        description="Check the folder the real data sets are read from (SST, the PTB "
-        "sample, UD English-EWT, Multi30k; README's 'Data' section says where each comes "
+        description="Check the folder the real data sets are read from (SST, CoLA, the "
+        "PTB sample, UD English-EWT, Multi30k; README's 'Data' section says where each comes "
         "from): for each data set and split, the sentences treeattn's readers find, or "
         "the files missing and any file they refuse (named by file:line). Reading "
         "everything takes 10 to 30 seconds. Exit status 0 when every data set is there "

@@ -16,7 +16,8 @@ from treeattn.cli.text import several_sentences, warn_several_sentences
 # them to the registry (``treeattn mechanisms`` prints it).
 TASKS = "classify, mlm, parse or translate"
 SPLITS = (
-    "classify, mlm and parse: train, dev, test; "
+    "classify, mlm and parse: train, dev, test (classify on cola: train, dev, in_domain, "
+    "out_of_domain); "
     "translate: train, val, test_2016_flickr, test_2017_flickr"
 )
 

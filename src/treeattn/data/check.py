@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from treeattn.data.cola import COLA_FILES, COLA_FOLDER, read_cola_file
 from treeattn.data.multi30k import (
     MULTI30K_FOLDER,
     MULTI30K_LANGUAGES,
@@ -86,6 +87,15 @@ DATA_SETS = (
         {split: [f"{split}.txt"] for split in SST_SPLITS},
         {"train": 8544, "dev": 1101, "test": 2210},
         lambda root, split: len(load_sst(split, root)),
+    ),
+    DataSet(
+        COLA_FOLDER,
+        "CoLA (Warstadt et al. 2019), nyu-mll/CoLA-baselines' cola_public/raw",
+        "configs/cola-*.yaml (train less a carved dev; both dev files held out)",
+        "sentences",
+        {Path(name).stem: [name] for name in COLA_FILES.values()},
+        {"in_domain_train": 8551, "in_domain_dev": 527, "out_of_domain_dev": 516},
+        lambda root, split: len(read_cola_file(root / COLA_FOLDER / f"{split}.tsv")),
     ),
     DataSet(
         "ptb-sample",

@@ -1,5 +1,5 @@
 """Metrics the papers report: EVALB bracket F1, unsupervised-parsing F1, UAS/LAS,
-accuracy and BLEU.
+accuracy, Matthews correlation and BLEU.
 
 Metrics take Python values (trees, span sets, label lists, strings), never tensors, and
 every rate they return is a percentage in [0, 100].
@@ -11,6 +11,7 @@ from treeattn.metrics.classification import (
     ConfusionMatrix,
     accuracy,
     confusion_matrix,
+    matthews_correlation,
 )
 from treeattn.metrics.dependency import (
     PUNCT_TAGS,
@@ -68,6 +69,7 @@ __all__ = [
     "gold_spans",
     "is_punctuation",
     "left_branching_spans",
+    "matthews_correlation",
     "nontrivial",
     "project_spans",
     "random_binary_spans",

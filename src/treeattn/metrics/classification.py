@@ -1,15 +1,24 @@
-"""Accuracy and a confusion matrix for classification (SST, agreement probes, ListOps).
+"""Accuracy, Matthews correlation and a confusion matrix for classification (SST, CoLA,
+agreement probes, ListOps).
 
-Labels are any hashable values (ints, strings). Rates are percentages in [0, 100].
+Labels are any hashable values (ints, strings). Rates are percentages in [0, 100]; the
+Matthews correlation is scaled the same way, to [-100, 100], as GLUE reports it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ClassScores", "ConfusionMatrix", "accuracy", "confusion_matrix"]
+__all__ = [
+    "ClassScores",
+    "ConfusionMatrix",
+    "accuracy",
+    "confusion_matrix",
+    "matthews_correlation",
+]
 
 
 def _check(gold: Sequence[Hashable], pred: Sequence[Hashable]) -> None:
@@ -55,6 +64,25 @@ class ConfusionMatrix:
     def accuracy(self) -> float:
         correct = sum(self.counts[i][i] for i in range(len(self.labels)))
         return 100.0 * correct / self.total if self.total else 0.0
+
+    @property
+    def matthews(self) -> float:
+        """The Matthews correlation coefficient times 100, in [-100, 100]; for more than two
+        classes, its generalisation (Gorodkin 2004: the correlation between the one-hot
+        gold and predicted labels). 0 where it is undefined: every gold label or every
+        prediction the same class (a model that always answers one class scores 0)."""
+        n = len(self.labels)
+        total = self.total
+        correct = sum(self.counts[i][i] for i in range(n))
+        gold = [sum(self.counts[i]) for i in range(n)]  # t_k: items of class k
+        predicted = [sum(row[k] for row in self.counts) for k in range(n)]  # p_k
+        covariance = correct * total - sum(t * p for t, p in zip(gold, predicted, strict=True))
+        spread_predicted = total * total - sum(p * p for p in predicted)
+        spread_gold = total * total - sum(t * t for t in gold)
+        if spread_predicted == 0 or spread_gold == 0:
+            return 0.0
+        # Integer products up to here: exact whatever the counts.
+        return 100.0 * covariance / math.sqrt(spread_predicted * spread_gold)
 
     def per_class(self) -> dict[Hashable, ClassScores]:
         """Precision, recall and F1 for each label (0 where undefined)."""
@@ -110,3 +138,15 @@ def confusion_matrix(
     pairs = Counter(zip(gold, pred, strict=True))
     counts = [[pairs[(g, p)] for p in labels] for g in labels]
     return ConfusionMatrix(list(labels), counts)
+
+
+def matthews_correlation(gold: Sequence[Hashable], pred: Sequence[Hashable]) -> float:
+    """The Matthews correlation of predictions with the gold labels, times 100
+    (``ConfusionMatrix.matthews``; 0 for empty input or a single class).
+
+    >>> round(matthews_correlation([1, 1, 1, 0, 0], [1, 1, 0, 0, 1]), 2)
+    16.67
+    >>> matthews_correlation([1, 0, 1, 0], [1, 1, 1, 1])
+    0.0
+    """
+    return confusion_matrix(gold, pred).matthews

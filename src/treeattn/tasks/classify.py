@@ -1,8 +1,9 @@
-"""Sentence classification: ListOps, SST-5, SST-2 and labeled sentence files, with any
-encoder (an attention mechanism in the Transformer, or a tree encoder)."""
+"""Sentence classification: ListOps, SST-5, SST-2, CoLA and labeled sentence files, with
+any encoder (an attention mechanism in the Transformer, or a tree encoder)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from treeattn.data.batching import bucket_batches
 from treeattn.data.sst import IGNORE_LABEL
@@ -18,7 +20,7 @@ from treeattn.data.vocab import Vocab
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
-from treeattn.metrics.classification import accuracy
+from treeattn.metrics.classification import accuracy, matthews_correlation
 from treeattn.models.classifier import SentenceClassifier, TreeClassifier
 from treeattn.models.inputs import InputEncoder, PieceRows
 from treeattn.models.pieces import load_splitter
@@ -46,6 +48,9 @@ from treeattn.tasks.sentences import LabeledSentence, lowercased
 from treeattn.trees import Tree
 from treeattn.trees.tokenize import tokenize
 
+# What a data set's splits may be scored by (``DataSet.metrics``): gold and predicted
+# class ids -> a score, higher better.
+METRICS = {"accuracy": accuracy, "mcc": matthews_correlation}
 MLM_KEYS = ("mask_rate", "mask_split")  # of the data section all sentence tasks once shared
 # The keys of the one data section that ListOps, SST and labeled files shared before each
 # data set had settings of its own, which every checkpoint of that time holds (later ones
@@ -67,15 +72,15 @@ class ClassifyModel(EncoderConfig, BackboneSettings):
 
 
 class ClassifyTask(Task):
-    """One label per sentence, chosen by accuracy on dev; predictions are class names."""
+    """One label per sentence, chosen on dev by the data set's first metric (accuracy;
+    CoLA: Matthews correlation); predictions are class names."""
 
     name = "classify"
     # The data sets read (their settings are the data section), the first by default:
-    # listops (generated), sst5 and sst2, or labeled: the sentence files of data.paths.
-    datasets: ClassVar[tuple[str, ...]] = ("listops", "sst5", "sst2", "labeled")
+    # listops (generated), sst5 and sst2, cola, or labeled: the sentence files of data.paths.
+    datasets: ClassVar[tuple[str, ...]] = ("listops", "sst5", "sst2", "cola", "labeled")
     Data = ListOpsSettings  # the default data set's; ``data_section`` picks the one named
     Model = ClassifyModel
-    headline = ("accuracy",)
     output_formats = FORMATS  # label, probabilities, jsonl (``class_outputs``)
 
     def __init__(self, cfg: Config) -> None:
@@ -109,6 +114,8 @@ class ClassifyTask(Task):
         data = {**data, "name": name}
         if SHARED_DATA_KEYS <= set(data):
             own = {f.name for f in fields(dataset_class(name).Settings)}
+            if name != "listops":
+                own.discard("train_size")  # then ListOps' alone; SST's came later
             data = {key: value for key, value in data.items() if key in own}
         return settings_class(data, where), data
 
@@ -141,8 +148,14 @@ class ClassifyTask(Task):
     # -- splits and data ----------------------------------------------------------------
 
     @property
+    def headline(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The data set's metrics (``DataSet.metrics``): accuracy, or for CoLA Matthews
+        correlation and accuracy."""
+        return self.dataset.metrics
+
+    @property
     def selection(self) -> Selection:
-        return Selection("dev", "accuracy", higher_is_better=True)
+        return Selection("dev", self.dataset.metrics[0], higher_is_better=True)
 
     @property
     def final_splits(self) -> tuple[str, ...]:
@@ -164,6 +177,15 @@ class ClassifyTask(Task):
         if self.tree_source.kind != GOLD and self._entry.needs_trees:
             found = self._source_trees([ex.tokens for ex in examples], where, cache=True)
             examples = [replace(ex, tree=tree) for ex, tree in zip(examples, found, strict=True)]
+            parser = self.tree_source.parsed_with
+            if parser is not None and self.cfg.train.progress:
+                # None is dropped: a sentence the parser cannot read (over its length
+                # limit) stops the run with an error naming it.
+                tqdm.write(
+                    f"{where}: the parser's trees of all {len(found):,} sentences "
+                    f"({parser['path']}, sha256 {parser['sha256'][:12]})",
+                    file=sys.stderr,
+                )
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 
@@ -312,17 +334,15 @@ class ClassifyTask(Task):
         return probabilities, total_loss
 
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
-        """Accuracy and mean cross-entropy over the sentences that have a label (SST-2
-        phrase-level training data also holds neutral sentences, labeled -1)."""
+        """The data set's metrics (accuracy; CoLA: Matthews correlation and accuracy) and
+        mean cross-entropy over the sentences that have a label (SST-2 phrase-level
+        training data also holds neutral sentences, labeled -1)."""
         probabilities, total_loss = self._predictions(model, data, device)
         predictions = probabilities.argmax(-1)
         labeled = data.labels >= 0
-        gold = data.labels[labeled].tolist()
-        return {
-            "accuracy": accuracy(gold, predictions[labeled].tolist()),
-            "loss": total_loss / max(1, len(gold)),
-            "count": len(gold),
-        }
+        gold, predicted = data.labels[labeled].tolist(), predictions[labeled].tolist()
+        scores: dict[str, Any] = {name: METRICS[name](gold, predicted) for name in self.headline}
+        return scores | {"loss": total_loss / max(1, len(gold)), "count": len(gold)}
 
     def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
         """One sentence per line: a ListOps expression; or, for the other data sets, one

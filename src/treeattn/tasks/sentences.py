@@ -10,7 +10,7 @@ from typing import Any
 
 from treeattn.data.text import TextOptions, apply_options, plain_sentence
 from treeattn.errors import FormatError
-from treeattn.trees import Tree, fold_tree
+from treeattn.trees import Tree, binarize, collapse_unary, fold_tree
 from treeattn.utf8 import read_utf8, text_lines
 
 TEXT = "text"  # the masked-language-modelling data set
@@ -47,6 +47,12 @@ def lowercased(examples: Sequence[LabeledSentence]) -> list[LabeledSentence]:
 def unlabeled_tree(tree: Tree, label: str = "X") -> Tree:
     """The tree with every node labeled ``label``: SST's node labels are the targets."""
     return fold_tree(tree, lambda node, kids: Tree(label, kids))
+
+
+def binary_unlabeled(tree: Tree) -> Tree:
+    """Unary chains collapsed (a phrase over one word too), binarized and every label
+    ``X``: the shape of SST's trees with their sentiment labels hidden."""
+    return unlabeled_tree(binarize(collapse_unary(tree, collapse_pos=True)))
 
 
 def text_options(cfg: Any) -> TextOptions:

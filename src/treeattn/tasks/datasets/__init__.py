@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from treeattn.tasks.datasets.base import SPLITS, DataSet, SentenceSettings
+from treeattn.tasks.datasets.cola import Cola, ColaSettings
 from treeattn.tasks.datasets.labeled import LabeledFiles, LabeledSettings, read_labeled_file
 from treeattn.tasks.datasets.listops import ListOps, ListOpsSettings
 from treeattn.tasks.datasets.sst import Sst2, Sst5, SstSettings
@@ -22,6 +23,7 @@ from treeattn.tasks.sentences import LabeledSentence
 
 __all__ = [
     "SPLITS",
+    "ColaSettings",
     "DataSet",
     "LabeledSettings",
     "ListOpsSettings",
@@ -63,7 +65,7 @@ def open_dataset(settings: Any) -> DataSet:
     return dataset_class(settings.name)(settings)
 
 
-for _cls in (ListOps, Sst5, Sst2, LabeledFiles, Text):
+for _cls in (ListOps, Sst5, Sst2, Cola, LabeledFiles, Text):
     register_dataset(_cls)
 
 

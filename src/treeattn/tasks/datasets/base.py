@@ -6,8 +6,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from treeattn.data.sampling import first_of_shuffle
 from treeattn.engine.config import check_positive
 from treeattn.parsing.tree_source import GOLD, TreeSource
 from treeattn.tasks.sentences import LabeledSentence, lowercased
@@ -15,6 +16,7 @@ from treeattn.trees import Tree
 from treeattn.trees.treebank import parse_treebank_line
 
 SPLITS = ("train", "dev", "test")
+T = TypeVar("T")
 
 
 @dataclass
@@ -34,7 +36,9 @@ class DataSet(ABC):
     class labels where they are fixed, as the data files write them (None: a task takes
     them from the training labels); ``class_names`` what predictions print for them, where
     the labels are bare numbers with a meaning (None: the labels themselves);
-    ``tree_kinds`` the tree sources a model that reads trees may take on it.
+    ``tree_kinds`` the tree sources a model that reads trees may take on it; ``metrics``
+    what its splits are scored by (``treeattn.tasks.classify``), the first of them choosing
+    the checkpoint and heading the tables.
     """
 
     name: ClassVar[str]
@@ -43,6 +47,7 @@ class DataSet(ABC):
     class_names: ClassVar[tuple[str, ...] | None] = None
     # The tree sources a model that reads trees may take on it (``tree_source``).
     tree_kinds: ClassVar[tuple[str, ...]] = (GOLD,)
+    metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -75,6 +80,13 @@ class DataSet(ABC):
             raise ValueError(f"split must be one of {', '.join(self.splits)}, not {split!r}")
         return self.shown(self.read_split(split, whole_trees))
 
+    def training_sentences(self, sentences: list[T]) -> list[T]:
+        """The training split's ``sentences`` as ``data.train_size`` keeps them: the first
+        N of a shuffle fixed by the data set's name (``first_of_shuffle``), the same for
+        every model and run seed; all of them where it is unset."""
+        size = self.settings.train_size
+        return first_of_shuffle(sentences, size, f"{self.name}-train", f"{self.name} train")
+
     def read_file(self, path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
         """Labeled sentences from a file in the data set's own format."""
         return self.shown(self.read_path(path, whole_trees))
@@ -101,3 +113,9 @@ class DataSet(ABC):
     def training_tree(self, tree: Tree, whole_trees: bool) -> Tree:
         """A tree read or parsed at prediction time, made like the training trees."""
         return tree
+
+
+def check_train_size(settings: Any, where: str) -> None:
+    """``data.train_size``, where set, is a positive count."""
+    if settings.train_size is not None:
+        check_positive({"data.train_size": settings.train_size}, where)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from treeattn.errors import FormatError
-from treeattn.tasks.datasets.base import DataSet, SentenceSettings
+from treeattn.tasks.datasets.base import DataSet, SentenceSettings, check_train_size
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.trees import Tree
 from treeattn.trees.tree import WHITESPACE
@@ -20,6 +20,8 @@ class LabeledSettings(SentenceSettings):
     name: str = "labeled"
     # split name -> file; train and dev needed, every split but train scored at the end
     paths: dict = field(default_factory=dict)
+    # Train on the first N sentences of a shuffle fixed by the data; null: all of them.
+    train_size: int | None = None
 
 
 class LabeledFiles(DataSet):
@@ -31,6 +33,7 @@ class LabeledFiles(DataSet):
     @classmethod
     def check(cls, settings: Any, where: str) -> None:
         super().check(settings, where)
+        check_train_size(settings, where)
         for split in ("train", "dev"):
             if split not in settings.paths:
                 raise ValueError(f"{where}: data.paths.{split} is missing (a file)")
@@ -43,7 +46,8 @@ class LabeledFiles(DataSet):
         return tuple(self.settings.paths)
 
     def read_split(self, split: str, whole_trees: bool) -> list[LabeledSentence]:
-        return read_labeled_file(self.settings.paths[split], whole_trees)
+        rows = read_labeled_file(self.settings.paths[split], whole_trees)
+        return self.training_sentences(rows) if split == "train" else rows
 
     def read_path(self, path: str | Path, whole_trees: bool) -> list[LabeledSentence]:
         return read_labeled_file(path, whole_trees)

@@ -9,9 +9,9 @@ from typing import ClassVar
 
 from treeattn.data.sst import IGNORE_LABEL, SentimentExample, binary_label, load_sst, read_sst_file
 from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, TreeSource
-from treeattn.tasks.datasets.base import DataSet, SentenceSettings
-from treeattn.tasks.sentences import LabeledSentence, unlabeled_tree
-from treeattn.trees import Tree, binarize, collapse_unary
+from treeattn.tasks.datasets.base import DataSet, SentenceSettings, check_train_size
+from treeattn.tasks.sentences import LabeledSentence, binary_unlabeled, unlabeled_tree
+from treeattn.trees import Tree
 
 
 @dataclass
@@ -21,6 +21,9 @@ class SstSettings(SentenceSettings):
     # Train on every labeled phrase (each node's words and label, Tai et al. 2015) besides
     # the sentences; dev and test stay sentence-level.
     phrase_level: bool = False
+    # Train on the first N sentences of a shuffle fixed by the data (the same N for every
+    # model; with phrase_level, the phrases of those sentences); null: all of them.
+    train_size: int | None = None
     # The trees of models that read them: gold (SST's bracketing), parser (the parser's
     # of each sentence's words) or right-branching, the last two made like SST's: binary,
     # unlabeled (``treeattn.parsing.tree_source``).
@@ -43,6 +46,7 @@ class Sst5(DataSet):
     @classmethod
     def check(cls, settings: SstSettings, where: str) -> None:
         super().check(settings, where)
+        check_train_size(settings, where)
         if settings.trees not in cls.tree_kinds:
             raise ValueError(
                 f"{where}: data.trees={settings.trees!r}; use {', '.join(cls.tree_kinds)}"
@@ -66,13 +70,19 @@ class Sst5(DataSet):
         a row per phrase."""
         fine, root = self.fine_grained, self.settings.root
         phrases = self.settings.phrase_level and split == "train"
+        # Phrase-level training reads every node's 0-4 label, and for SST-2 also the
+        # sentences whose root is neutral (root label -1, skipped by the loss), for their
+        # polar phrases.
+        examples = load_sst(split, root=root, fine_grained=fine or phrases)
+        if split == "train" and self.settings.train_size is not None:
+            # The data set's own sentences (SST-2's: polar at the root), N of them kept,
+            # each with its phrases.
+            polar = [ex for ex in examples if fine or not phrases or binary_label(ex.label) >= 0]
+            kept = {ex.line for ex in self.training_sentences(polar)}
+            examples = [ex for ex in examples if ex.line in kept]
         if whole_trees and phrases:
-            # Every sentence, with its phrases' labels; for SST-2 also the sentences whose
-            # root is neutral (root label -1, skipped by the loss), for their polar phrases.
-            examples = load_sst(split, root=root, fine_grained=True)
             return [_whole_tree(ex, to_binary=not fine, phrases=True) for ex in examples]
         if whole_trees:
-            examples = load_sst(split, root=root, fine_grained=fine)
             return [_whole_tree(ex, to_binary=False, phrases=False) for ex in examples]
         if phrases:
             # Every node's phrase with its own label; the root is the whole sentence. For
@@ -83,12 +93,11 @@ class Sst5(DataSet):
                     label if fine else binary_label(label),
                     subtrees[start, end],
                 )
-                for ex in load_sst(split, root=root, fine_grained=True)
+                for ex in examples
                 for subtrees in [_subtrees_by_span(ex.tree)]
                 for start, end, label in ex.phrase_labels
                 if fine or binary_label(label) != IGNORE_LABEL
             ]
-        examples = load_sst(split, root=root, fine_grained=fine)
         return [LabeledSentence(ex.tokens, ex.label, ex.tree) for ex in examples]
 
     def read_path(self, path: str | Path, whole_trees: bool) -> list[LabeledSentence]:
@@ -102,7 +111,7 @@ class Sst5(DataSet):
     def training_tree(self, tree: Tree, whole_trees: bool) -> Tree:
         """Unary chains collapsed (a phrase over one word too), binarized and every label
         ``X``, as SST's binary trees with their sentiment labels hidden."""
-        return unlabeled_tree(binarize(collapse_unary(tree, collapse_pos=True)))
+        return binary_unlabeled(tree)
 
 
 class Sst2(Sst5):
