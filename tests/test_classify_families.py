@@ -15,12 +15,16 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import train
 from tests.test_classify_backbone import ROWS
+from tests.test_parser import SMALL, TOY
 from treeattn.analysis.view import decode_attention
 from treeattn.cli import main
 from treeattn.models.backbone import load_backbone
 from treeattn.models.syntax_injection import AttentionRecorder
 from treeattn.models.weights import WeightsError
+from treeattn.parsing import Parser
+from treeattn.tasks import load_config
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -162,3 +166,29 @@ def test_the_recorded_attention_is_the_models_own(folder):
     assert len(kept) == len(eager) == LAYERS["num_hidden_layers"]
     for layer, probs in enumerate(eager):
         torch.testing.assert_close(kept[layer], probs, rtol=0, atol=1e-6)
+
+
+def test_a_parser_on_the_folder_trains_saves_and_parses_the_same(tmp_path, folder):
+    """The parser reads words through such a backbone too; its file holds the tuned
+    weights (compact: as int8 changes from the folder's) and parses as the checkpoint."""
+    treebank = tmp_path / "toy.txt"
+    treebank.write_text("".join(line + "\n" for line in TOY * 3), encoding="utf-8")
+    settings = [
+        "task=parse",
+        "data.name=files",
+        *(f"data.paths.{split}={treebank}" for split in ("train", "dev", "test")),
+        *SMALL,
+        f"model.backbone={folder}",
+        "model.backbone_tune=1",
+        "train.epochs=1",
+        f"out_dir={tmp_path / 'run'}",
+    ]
+    train(load_config(None, settings))
+    checkpoint = Parser.load(tmp_path / "run" / "best.pt", device="cpu")
+    sentences = [["the", "cat", "sat", "."], ["Dogs", "ca", "n't", "bark", "."]]
+    expected = [str(p.tree) for p in checkpoint.parse(sentences)]
+    for compact in (False, True):
+        path = checkpoint.save(tmp_path / f"parser-{compact}.safetensors", compact=compact)
+        parsed = Parser.load(path, device="cpu").parse(sentences)
+        assert [str(p.tree) for p in parsed] == expected or compact  # int8 may move a score
+        assert len(parsed) == 2

@@ -31,7 +31,12 @@ class TransformersEncoder(nn.Module):
         self.model = model
         config = model.config
         self.config = config.get_text_config() if hasattr(config, "get_text_config") else config
-        self.layers = _layer_list(model, self.config.num_hidden_layers)
+        # The model's own list, not registered again: its weights keep one name each.
+        self._layer_list = (_layer_list(model, self.config.num_hidden_layers),)
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self._layer_list[0]
 
     @classmethod
     def from_files(cls, files: PretrainedFiles) -> TransformersEncoder:
