@@ -186,10 +186,12 @@ def _demo(args: argparse.Namespace) -> int:
 def add_mechanisms(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "mechanisms",
-        help="list the attention mechanisms, tree encoders and tasks a config can name",
+        help="list the attention mechanisms, tree encoders, tree losses and tasks a config "
+        "can name",
         description="Every value model.attention takes, as registered (what each reads "
         "of a sentence besides its tokens, what it gives back, its attention_options with "
-        "their defaults), and every task with its data sets and splits.",
+        "their defaults), every value model.tree_loss takes (with its tree_loss_options), "
+        "and every task with its data sets and splits.",
     )
     p.set_defaults(run=_mechanisms)
 
@@ -197,13 +199,17 @@ def add_mechanisms(sub: argparse._SubParsersAction) -> None:
 def _mechanisms(args: argparse.Namespace) -> int:
     from dataclasses import MISSING, fields
 
+    from treeattn.attention.registry import loss_names, mechanism_capabilities
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import load_config, make_task, task_class, task_names
 
     def options(entry) -> str:
+        return defaults(entry.options)
+
+    def defaults(options_class: type) -> str:
         shown = [
             f.name if f.default is MISSING else f"{f.name}={f.default}"
-            for f in fields(entry.options)
+            for f in fields(options_class)
         ]
         return ", ".join(shown) or "none"
 
@@ -222,6 +228,12 @@ def _mechanisms(args: argparse.Namespace) -> int:
             print(f"  {'':<14} inside a pretrained encoder: options {inside}")
         if capabilities.analyses:
             print(f"  {'':<14} analyses: {', '.join(sorted(capabilities.analyses))}")
+    print("\nmodel.tree_loss: a loss on hidden states from each sentence's tree (classify)")
+    print("  tree_loss_options")
+    for name in loss_names():
+        capabilities = mechanism_capabilities(name)
+        print(f"  {name:<14} {capabilities.description}")
+        print(f"  {'':<14} options {defaults(capabilities.loss.Options)}")
     print("\ntask (data.name; splits):")
     for name in task_names():
         task = make_task(load_config(None, [f"task={name}"]))
