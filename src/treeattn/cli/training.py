@@ -232,8 +232,8 @@ def _mechanisms(args: argparse.Namespace) -> int:
     print("  tree_loss_options")
     for name in loss_names():
         capabilities = mechanism_capabilities(name)
-        print(f"  {name:<14} {capabilities.description}")
-        print(f"  {'':<14} options {defaults(capabilities.loss.Options)}")
+        print(f"  {name:<20} {capabilities.description}")
+        print(f"  {'':<20} options {defaults(capabilities.loss.Options)}")
     print("\ntask (data.name; splits):")
     for name in task_names():
         task = make_task(load_config(None, [f"task={name}"]))

@@ -9,6 +9,7 @@ from torch import nn
 
 from treeattn.attention import build_attention
 from treeattn.attention.registry import LAYER
+from treeattn.attention.tree_loss import WordPositions, token_positions
 from treeattn.models.inputs import EncoderInputs
 
 
@@ -142,6 +143,16 @@ class TransformerEncoder(nn.Module):
             context[LAYER] = index
             x = layer(x, pad_mask, context)
         return self.final_norm(x)
+
+    def hidden_state_modules(self) -> list[nn.Module]:
+        """The module whose output is each hidden state (B, n, d): 0 the embeddings with
+        their positions (or the words read), i the output of layer i (before the final
+        norm), for a loss that reads them (``models.tree_loss``)."""
+        return [self.dropout, *self.layers]
+
+    def state_positions(self, inputs: EncoderInputs) -> WordPositions:
+        """A state per token, a token per word."""
+        return token_positions(inputs.pad_mask)
 
     def encode_inputs(
         self, inputs: EncoderInputs, words: torch.Tensor | None = None
