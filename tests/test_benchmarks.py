@@ -23,6 +23,7 @@ ROOT = Path(__file__).parents[1]
         "translation",
         "tree_dependencies",
         "injection",
+        "tree_regularization",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
