@@ -5,7 +5,9 @@ on the same batch and the same starting weights, timed in interleaved rounds.
 By default the step of ``configs/sst2-minilm-vanilla.yaml`` (plain fine-tuning of MiniLM
 on SST-2, its gold trees), float32: one batch of the training split (the first of a
 seeded shuffle, ``train.max_tokens`` words), zero_grad, the task's loss, backward, gradient
-clipping and an AdamW step. The loss reads the backbone's pieces at the layers of each row
+clipping and an AdamW step; and the loss's own forward and backward on states kept from
+one pass, which is what it adds to a step (two whole steps timed on a busy machine differ
+by more than that). The loss reads the backbone's pieces at the layers of each row
 (``--layers``); its trees are made into tensors once, with the batch, as training does.
 ``--quick``: a tiny from-scratch encoder on generated ListOps (no data needed).
 
@@ -33,6 +35,7 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.data.batching import bucket_batches
+from treeattn.models.tree_loss import encoder_of, keeping_states
 from treeattn.tasks import load_config, make_task
 
 CONFIG = "configs/sst2-minilm-vanilla.yaml"
@@ -58,6 +61,22 @@ def _step(task, model: nn.Module, batch, clip_norm: float):
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         optimizer.step()
+
+    return step
+
+
+def _loss_alone(task, model: nn.Module, batch):
+    """The tree loss's own forward and backward, on the chosen layers' states of one
+    training pass kept as leaves: what the loss adds to a step, without the noise of
+    timing two whole steps on a busy machine."""
+    encoder = encoder_of(model)
+    with keeping_states(encoder, task.tree_loss.layers) as kept:
+        task.loss(model, batch)
+    states = [state.detach().requires_grad_(True) for state in kept]
+    positions = encoder.state_positions(batch.inputs)
+
+    def step() -> None:
+        task.tree_loss(states, batch.tree_targets, positions).backward()
 
     return step
 
@@ -114,6 +133,7 @@ def main() -> None:
         steps = {
             "plain": _step(plain, models["plain"], batch, clip),
             "tree": _step(tree, models["tree"], batch, clip),
+            "loss": _loss_alone(tree, models["tree"], batch),
         }
         times = interleaved_median_ms(steps, device, args.repeats, args.case_seconds, 1)
         ms = {name: value for name, (value, _) in times.items()}
@@ -127,9 +147,20 @@ def main() -> None:
                 fmt(ms["plain"], 0),
                 fmt(ms["tree"], 0),
                 fmt(ms["tree"] / ms["plain"], 3),
+                fmt(ms["loss"], 1),
+                fmt((ms["plain"] + ms["loss"]) / ms["plain"], 3),
             ]
         )
-    headers = ["layers scored", "sentences", "words", "plain ms", "with TreeReg ms", "ratio"]
+    headers = [
+        "layers scored",
+        "sentences",
+        "words",
+        "plain ms",
+        "with TreeReg ms",
+        "ratio",
+        "the loss alone ms",
+        "(plain + loss) / plain",
+    ]
     markdown = markdown_table(headers, rows)
     info = machine_info(device)
     print(f"{machine_line(info)}\n\n{markdown}")

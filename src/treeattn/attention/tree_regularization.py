@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -247,11 +248,19 @@ class TreeRegularization:
         ``layers``, each (B, L, d))."""
         if len(hidden_states) != len(self.layers):
             raise ValueError(f"{len(hidden_states)} hidden states for layers {self.layers}")
-        losses = []
-        for states in hidden_states:
-            width = max(1, int(self.options.dims * states.shape[-1]))
-            losses.append(tree_regularization_loss(states[..., :width], positions, targets).mean())
-        return torch.stack(losses).mean()
+        width = max(1, int(self.options.dims * hidden_states[0].shape[-1]))
+        # Every layer at once: the layers stacked as more sentences of one batch.
+        count = len(hidden_states)
+        states = torch.cat([h[..., :width] for h in hidden_states])  # (layers * B, L, w)
+        return tree_regularization_loss(
+            states, _repeated(positions, count), _repeated(targets, count)
+        ).mean()
+
+
+def _repeated(batch: WordPositions | SplitTargets, count: int) -> Any:
+    """The batch's tensors ``count`` times over along the batch axis."""
+    kept = [getattr(batch, f.name) for f in fields(batch)]
+    return type(batch)(*(x.repeat(count, 1) if isinstance(x, Tensor) else x for x in kept))
 
 
 declare_capabilities(
