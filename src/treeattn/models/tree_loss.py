@@ -6,7 +6,11 @@ An encoder whose layers a loss can read has ``hidden_state_modules()`` (the modu
 output is each hidden state: 0 the embeddings, i layer i) and ``state_positions(inputs)``
 (where each word lies among those states, ``WordPositions``): the Transformer encoder (a
 token a word) and a pretrained backbone (its pieces; the layers are the backbone's, also
-under layers on top of it).
+under layers on top of it). On a backbone the loss reads the pieces themselves, with
+each word's span mapped to its pieces' span and split points between words only, as the
+authors' release runs it on pretrained models: no pooling to choose, and the states it
+shapes are exactly those the backbone's next layer reads (pooled word vectors exist only
+at the layer the task reads).
 
 ``TreeRegularizer`` is the same loss as a library call on any model's hidden states (a
 ``transformers`` model's ``outputs.hidden_states``), in any training loop.
