@@ -67,7 +67,7 @@ def test_on_a_backbone_weight_zero_is_the_plain_step(tmp_path, tiny_dir, data): 
 
 
 def test_the_states_kept_are_the_encoders_own(tmp_path, tiny_dir, data):  # noqa: F811
-    """The hooks keep the backbone's hidden states over its pieces, and the Transformer
+    """The watchers keep the backbone's hidden states over its pieces, and the Transformer
     encoder's layer outputs, of the very pass the task runs."""
     cfg = load_config(None, settings(tiny_dir, data, tmp_path, "vanilla", *TREE_LOSS))
     task = make_task(cfg)

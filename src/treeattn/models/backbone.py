@@ -13,7 +13,7 @@ torch.Size([1, 4, 384])
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -87,6 +87,9 @@ class Backbone(nn.Module):
         self.sha256 = sha256
         self.mix = ScalarMix(len(chosen)) if len(chosen) > 1 else None
         self.output_size = encoder.config.hidden_size
+        # Called with every hidden state of each pass (``hidden_states``); a loss on them
+        # keeps those it reads (``models.tree_loss``).
+        self.state_watchers: list[Callable[[list[Tensor]], None]] = []
         for parameter in self._frozen_parameters():
             parameter.requires_grad_(False)
         self.train(True)
@@ -182,6 +185,8 @@ class Backbone(nn.Module):
     def vectors(self, batch: PieceBatch, syntax: LayerEdits | None = None) -> Tensor:
         """Word vectors (B, n, d), zero-padded, of a batch of pieces (``pieces``)."""
         states = self.hidden_states(batch, syntax)
+        for watch in self.state_watchers:
+            watch(states)
         chosen = [states[i] for i in self.layer_indices]
         mixed = chosen[0] if self.mix is None else self.mix(chosen)
         return self.pool(mixed, batch)

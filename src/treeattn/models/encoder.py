@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -114,6 +115,10 @@ class TransformerEncoder(nn.Module):
             for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model)
+        # Called with every hidden state of each pass (B, n, d): 0 the embeddings with
+        # their positions (or the words read), i the output of layer i before the final
+        # norm; a loss on them keeps those it reads (``models.tree_loss``).
+        self.state_watchers: list[Callable[[list[torch.Tensor]], None]] = []
 
     def forward(
         self,
@@ -139,16 +144,15 @@ class TransformerEncoder(nn.Module):
         # One fresh context per pass, shared by its layers: a mechanism may hand state from
         # one layer to the next (the constituent links), never from one pass to another.
         context = dict(context or {})
+        watched = [x] if self.state_watchers else None
         for index, layer in enumerate(self.layers):
             context[LAYER] = index
             x = layer(x, pad_mask, context)
+            if watched is not None:
+                watched.append(x)
+        for watch in self.state_watchers:
+            watch(watched)
         return self.final_norm(x)
-
-    def hidden_state_modules(self) -> list[nn.Module]:
-        """The module whose output is each hidden state (B, n, d): 0 the embeddings with
-        their positions (or the words read), i the output of layer i (before the final
-        norm), for a loss that reads them (``models.tree_loss``)."""
-        return [self.dropout, *self.layers]
 
     def state_positions(self, inputs: EncoderInputs) -> WordPositions:
         """A state per token, a token per word."""

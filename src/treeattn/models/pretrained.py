@@ -149,12 +149,11 @@ class BackboneEncoder(nn.Module):
             )
         return self.backbone.vectors(pieces, syntax)
 
-    def hidden_state_modules(self) -> list[nn.Module]:
-        """The module whose output is each of the backbone's hidden states (B, p, d) over
-        its pieces: 0 its embeddings, i its layer i (with layers on top, still the
-        backbone's), for a loss that reads them (``models.tree_loss``)."""
-        encoder = self.backbone.encoder
-        return [encoder.embeddings, *encoder.layers]
+    @property
+    def state_watchers(self) -> list:
+        """The backbone's (``Backbone.state_watchers``): its hidden states over its pieces,
+        also with layers on top."""
+        return self.backbone.state_watchers
 
     def state_positions(self, inputs: EncoderInputs) -> WordPositions:
         """Each word's first and last piece (``[CLS]`` and ``[SEP]`` are no word's)."""

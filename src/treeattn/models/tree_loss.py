@@ -1,16 +1,16 @@
 """A loss mechanism (``Capabilities.loss``, ``attention.tree_loss``) in a model a task
 trains: its settings in the model section, the loss it names, and the hidden states it
-reads, kept by forward hooks during the task's own forward pass (no second pass).
+reads, kept from the task's own forward pass (no second pass).
 
-An encoder whose layers a loss can read has ``hidden_state_modules()`` (the module whose
-output is each hidden state: 0 the embeddings, i layer i) and ``state_positions(inputs)``
-(where each word lies among those states, ``WordPositions``): the Transformer encoder (a
-token a word) and a pretrained backbone (its pieces; the layers are the backbone's, also
-under layers on top of it). On a backbone the loss reads the pieces themselves, with
-each word's span mapped to its pieces' span and split points between words only, as the
-authors' release runs it on pretrained models: no pooling to choose, and the states it
-shapes are exactly those the backbone's next layer reads (pooled word vectors exist only
-at the layer the task reads).
+An encoder whose layers a loss can read has ``state_watchers`` (a list of callables it
+calls with every hidden state of each pass: 0 the embeddings, i layer i) and
+``state_positions(inputs)`` (where each word lies among those states,
+``WordPositions``): the Transformer encoder (a token a word) and a pretrained backbone
+(its pieces; the layers are the backbone's, also under layers on top of it). On a
+backbone the loss reads the pieces themselves, with each word's span mapped to its
+pieces' span and split points between words only, as the authors' release runs it on
+pretrained models: no pooling to choose, and the states it shapes are exactly those the
+backbone's next layer reads (pooled word vectors exist only at the layer the task reads).
 
 ``TreeRegularizer`` is the same loss as a library call on any model's hidden states (a
 ``transformers`` model's ``outputs.hidden_states``), in any training loop.
@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from treeattn.attention.injection import as_word_of_piece, first_pieces
+from treeattn.attention.injection import as_word_of_piece
 from treeattn.attention.registry import loss_names, mechanism_capabilities
 from treeattn.attention.tree_loss import TreeLoss, WordPositions, piece_positions
 from treeattn.trees import Tree
+from treeattn.trees.offsets import first_pieces
 
 if TYPE_CHECKING:  # the parser lies above the models: its type only
     from treeattn.parsing.alignment import AlignedText
@@ -60,7 +61,7 @@ class TreeLossSettings:
             )
         if not self.tree_loss_weight >= 0:
             raise ValueError(f"{where}: model.tree_loss_weight must be 0 or more")
-        if not hasattr(encoder, "hidden_state_modules"):
+        if not hasattr(encoder, "state_positions"):
             raise ValueError(
                 f"{where}: model.tree_loss reads the hidden states of an encoder's layers, "
                 f"which {encoder.__name__} does not give; use a Transformer encoder or a "
@@ -91,34 +92,26 @@ def encoder_of(model: nn.Module) -> nn.Module:
 @contextmanager
 def keeping_states(encoder: nn.Module, layers: Sequence[int]) -> Iterator[list[Tensor]]:
     """For the block, keep the hidden states ``layers`` (0 the embeddings, i layer i, -1
-    the last) of every pass of ``encoder``; the list holds them, in the order of
-    ``layers``, once a pass is done (of the last pass, if several)."""
-    sources = encoder.hidden_state_modules()
-    count = len(sources)
-    for index in layers:
-        if not -count <= index < count:
-            raise ValueError(
-                f"model.tree_loss_options.layers: {index} is not a hidden state of the "
-                f"encoder (0: its embeddings, 1..{count - 1}: its layers, -1: the last)"
-            )
-    chosen = [index % count for index in layers]
-    found: dict[int, Tensor] = {}
+    the last) of every pass of ``encoder`` (through its ``state_watchers``); the list
+    holds them, in the order of ``layers``, once a pass is done (of the last pass, if
+    several)."""
     kept: list[Tensor] = []
 
-    def keeper(index: int) -> Any:
-        def hook(module: nn.Module, args: Any, output: Tensor) -> None:
-            found[index] = output
-            if len(found) == len(set(chosen)):
-                kept[:] = [found[i] for i in chosen]
+    def watch(states: list[Tensor]) -> None:
+        count = len(states)
+        for index in layers:
+            if not -count <= index < count:
+                raise ValueError(
+                    f"model.tree_loss_options.layers: {index} is not a hidden state of the "
+                    f"encoder (0: its embeddings, 1..{count - 1}: its layers, -1: the last)"
+                )
+        kept[:] = [states[index] for index in layers]
 
-        return hook
-
-    handles = [sources[index].register_forward_hook(keeper(index)) for index in set(chosen)]
+    encoder.state_watchers.append(watch)
     try:
         yield kept
     finally:
-        for handle in handles:
-            handle.remove()
+        encoder.state_watchers.remove(watch)
 
 
 # -- the library call: any model's hidden states, in any training loop -------------------
@@ -189,7 +182,7 @@ class TreeRegularizer:
             raise ValueError(f"{len(trees)} trees for a batch of {owners.shape[0]} sentences")
         n_words = max(counts)
         if first_piece is None:
-            firsts = first_pieces(owners, n_words)
+            firsts = first_pieces(owners, n_words, torch.tensor(counts))
         elif isinstance(first_piece, Tensor):
             firsts = first_piece.long()
         else:
