@@ -145,6 +145,13 @@ def test_bad_settings_are_named(tmp_path, extra, message):
         tiny_config(tmp_path, *extra)
 
 
+def test_a_loss_on_frozen_layers_is_named(tmp_path, tiny_dir, data):  # noqa: F811
+    extra = [*TREE_LOSS, "model.backbone_tune=1"]  # layers 1 and 2 of 3 stay frozen
+    cfg = load_config(None, settings(tiny_dir, data, tmp_path, "vanilla", *extra))
+    with pytest.raises(ValueError, match="no weight below those states trains"):
+        train(cfg)
+
+
 def test_a_layer_the_encoder_has_not_is_named(tmp_path):
     cfg = scratch(
         tmp_path, "model.tree_loss=tree-regularization", "model.tree_loss_options.layers=[5]"

@@ -5,10 +5,13 @@ options, and its place in the registry and ``treeattn mechanisms``."""
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
 import torch
 
 from tests.tree_regularization_reference import gold_splits, sentence_loss
+from treeattn.attention import tree_regularization
 from treeattn.attention.registry import loss_names, mechanism_capabilities
 from treeattn.attention.tree_loss import piece_positions, token_positions
 from treeattn.attention.tree_regularization import (
@@ -44,6 +47,7 @@ def targets_of(batch: list[Tree]):
 
 
 def test_the_scored_spans_collapse_unary_chains_and_binarize_to_the_right():
+    assert doctest.testmod(tree_regularization).failed == 0
     found = {name: split_targets(Tree.parse(text)) for name, text in TREES.items()}
     assert found["n-ary root"] == [(0, 7, 2), (2, 7, 6), (2, 6, 3), (3, 6, 4)]
     # (ROOT (S (VP ...))) is one node; (NP (NP it) (ADVP ...)) splits after "it", and the

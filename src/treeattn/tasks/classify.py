@@ -329,6 +329,12 @@ class ClassifyTask(Task):
         tree_loss = self.tree_loss(states, batch.tree_targets, positions)
         self._loss_terms = {"tree_loss": tree_loss.detach()}
         weight = self.cfg.model.tree_loss_weight
+        if weight and torch.is_grad_enabled() and not tree_loss.requires_grad:
+            raise ValueError(
+                f"model.tree_loss_options.layers={list(self.tree_loss.layers)}: no weight "
+                "below those states trains (a frozen backbone, model.backbone_tune), so the "
+                "tree loss would teach nothing"
+            )
         # Weight 0 adds nothing at all: the step is the plain one, the loss only logged.
         return label_loss + weight * tree_loss if weight else label_loss
 
