@@ -13,7 +13,7 @@ import torch
 
 from tests.helpers import train
 from tests.test_classify_backbone import data, settings, tiny_dir  # noqa: F401  (fixtures)
-from tests.test_engine import tiny_config
+from tests.test_engine import TINY, tiny_config
 from treeattn.attention.registry import LAYER
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.task import evaluating
@@ -158,3 +158,32 @@ def test_a_layer_the_encoder_has_not_is_named(tmp_path):
     )
     with pytest.raises(ValueError, match="5 is not a hidden state of the encoder"):
         train(cfg)
+
+
+def test_on_cola_only_the_training_split_gets_trees(tmp_path, shared_data):
+    """CoLA has no trees of its own: the loss learns from the tree source's trees of the
+    training sentences (right-branching here; the parser's by default), and the held-out
+    splits are read without any."""
+    sizes = [key for key in TINY if not key.startswith("data.")]
+    cfg = load_config(
+        None,
+        [
+            *sizes,
+            "task=classify",
+            "data.name=cola",
+            "data.train_size=40",
+            "data.trees=right-branching",
+            "train.max_updates=2",
+            f"out_dir={tmp_path}",
+            *TREE_LOSS,
+        ],
+    )
+    task = make_task(cfg)
+    examples, _ = task.read("train")
+    assert len(examples) == 40 and all(ex.tree is not None for ex in examples)
+    for split in (task.selection.split, *task.final_splits):
+        held_out, _ = task.read(split)
+        assert all(ex.tree is None for ex in held_out), split
+    assert train(cfg)["finished"]
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").open()]
+    assert any("train_tree_loss" in r for r in records)
