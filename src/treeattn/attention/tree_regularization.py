@@ -31,7 +31,10 @@ the same for every split point of a span, so the softmax ignores it and it is le
 every pairwise score is computed at once (a batched matrix product), as the release does
 for most sentences, and in float32 even under bfloat16 autocast (the scores subtract two
 squares). The release's states are a causal language model's; here the same scores are
-taken of a bidirectional encoder's states where that is what is trained.
+taken of a bidirectional encoder's states where that is what is trained. The release
+adds the loss every other update by default (``--regularizer_steps 2``), optionally on
+batches of a parsed corpus of its own; here it is added at every update, on the task's
+own batch, and its weight scales it.
 """
 
 from __future__ import annotations
