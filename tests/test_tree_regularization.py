@@ -18,6 +18,7 @@ from treeattn.attention.tree_regularization import (
     NAME,
     TreeRegularization,
     collate_targets,
+    orthogonal_norms,
     split_targets,
     tree_regularization_loss,
 )
@@ -220,3 +221,14 @@ def test_it_is_a_registered_loss_and_listed(capsys):
     out = capsys.readouterr().out
     assert f"  {NAME}" in out and capabilities.description in out
     assert "layers=(-1,), dims=1.0" in out
+
+
+def test_a_shared_piece_scores_exactly_zero_against_itself():
+    # Word 1 has no piece of its own: it shares word 0's, its context and its end alike.
+    owners = torch.tensor([[-1, 0, 2, 3, -1]])
+    positions = piece_positions(owners, torch.tensor([[1, 1, 2, 3]]), torch.zeros(1, 4).bool())
+    states = torch.randn(1, 5, 8, requires_grad=True)
+    loss = tree_regularization_loss(states, positions, targets_of([Tree.parse("(S a b c d)")]))
+    loss.sum().backward()
+    assert torch.isfinite(states.grad).all()
+    assert (orthogonal_norms(states).diagonal(dim1=1, dim2=2) == 0).all()

@@ -125,14 +125,20 @@ def _sqrt_where_positive(x: Tensor) -> Tensor:
 def orthogonal_norms(states: Tensor) -> Tensor:
     """(B, L, d) -> (B, L, L): entry [c, e] = ||h_e - (h_e . u_c) u_c||, u_c = h_c / ||h_c||:
     the part of state e orthogonal to state c. Float64 stays float64; anything else is
-    computed in float32."""
+    computed in float32. A state against itself is exactly 0 (a word with no piece of its
+    own reads the piece it shares as both context and end), not the square root of the
+    rounding left between two equal squares (about 1e-3 of the state's norm in float32).
+    """
     dtype = torch.float64 if states.dtype == torch.float64 else torch.float32
+    length = states.shape[1]
+    itself = torch.eye(length, dtype=torch.bool, device=states.device)
     with torch.autocast(states.device.type, enabled=False):
         states = states.to(dtype)
         unit = F.normalize(states, dim=-1)
         along = unit @ states.transpose(1, 2)  # (B, L_c, L_e): h_e . u_c
         squared = (states * states).sum(-1)  # (B, L_e)
-        return _sqrt_where_positive(squared[:, None, :] - along * along)
+        orthogonal = (squared[:, None, :] - along * along).masked_fill(itself, 0.0)
+        return _sqrt_where_positive(orthogonal)
 
 
 def _pairs(norms: Tensor, context: Tensor, end: Tensor) -> Tensor:
