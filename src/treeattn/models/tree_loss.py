@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -31,9 +31,6 @@ from treeattn.attention.registry import loss_names, mechanism_capabilities
 from treeattn.attention.tree_loss import TreeLoss, WordPositions, piece_positions
 from treeattn.trees import Tree
 from treeattn.trees.offsets import first_pieces
-
-if TYPE_CHECKING:  # the parser lies above the models: its type only
-    from treeattn.parsing.alignment import AlignedText
 
 
 @dataclass
@@ -163,15 +160,16 @@ class TreeRegularizer:
     def inputs(
         self,
         trees: Sequence[Tree],
-        aligned: AlignedText | None = None,
+        aligned: Any = None,
         *,
         word_of_piece: Tensor | Sequence[Sequence[int]] | None = None,
         first_piece: Tensor | Sequence[Sequence[int]] | None = None,
     ) -> TreeLossBatch:
         """The batch's trees (one per sentence, over its words) as the loss reads them,
         made once per batch: where the words lie among the pieces comes from ``aligned``
-        (``align_text``'s) or from ``word_of_piece`` (B, p) (-1: a piece of no word) and
-        ``first_piece`` (each word's first piece; default: the first piece it owns)."""
+        (``align_text``'s ``AlignedText``, ``treeattn.parsing.alignment``) or from
+        ``word_of_piece`` (B, p) (-1: a piece of no word) and ``first_piece`` (each
+        word's first piece; default: as ``trees.offsets.first_pieces`` places it)."""
         if aligned is not None:
             word_of_piece, first_piece = aligned.word_of_piece, aligned.first_piece
         if word_of_piece is None:
