@@ -91,3 +91,38 @@ def test_word_of_piece_alone_will_do_and_mismatches_are_named(batch):
         TreeRegularizer("tree-regularization", layers=[7])(outputs.hidden_states, owners)
     with pytest.raises(ValueError, match="'distance' is not a loss mechanism"):
         TreeRegularizer("distance")
+
+
+def test_a_causal_model_with_byte_level_pieces():
+    """GPT-2 with a byte-level tokenizer (pieces carry the space before them, no start
+    piece): each piece belongs to the word its first non-space character falls in, and
+    the loss is the reference's on those pieces."""
+    from tests.test_alignment import trained
+    from treeattn.parsing.tree_source import RIGHT_BRANCHING
+
+    tokenizer = trained("byte-level")
+    texts = ["Dogs bark at the night (loudly).", "See the cat on the sofa."]
+    encoded, aligned, trees = align_text(
+        texts, tokenizer, TreeSource(RIGHT_BRANCHING), padding=True, return_tensors="pt"
+    )
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=len(tokenizer), n_embd=16, n_layer=2, n_head=4, n_positions=64
+    )
+    config.bos_token_id = config.eos_token_id = 0
+    model = transformers.GPT2Model(config).eval()
+    regularizer = TreeRegularizer("tree-regularization", layers=[1])
+    outputs = model(**encoded, output_hidden_states=True)
+    loss = regularizer(outputs.hidden_states, regularizer.inputs(trees, aligned))
+    states = outputs.hidden_states[1].double()
+    want = []
+    for b, tree in enumerate(trees):
+        owners = aligned.word_of_piece[b]
+        kept = [p for p, w in enumerate(owners) if w >= 0]
+        assert [owners[p] for p in kept] == sorted(owners[p] for p in kept)  # in order
+        per_word = [owners.count(w) for w in range(len(aligned.words[b]))]
+        assert min(per_word) >= 1, "every word owns a piece in these texts"
+        want.append(sentence_loss(states[b, kept], tree, per_word))
+    torch.testing.assert_close(loss.double(), torch.stack(want).mean(), rtol=1e-5, atol=1e-6)
+    loss.backward()
+    assert model.wte.weight.grad.abs().sum() > 0
