@@ -491,9 +491,9 @@ def installed_entry_point() -> importlib.metadata.EntryPoint | None:
 
 
 def test_the_entry_point_resolves_in_a_fresh_process():
-    """spaCy finds the factory through the installed package's metadata, without
-    treeattn imported first. The metadata is written when the package is installed
-    (``make install``); an install older than the entry point skips, saying so."""
+    """spaCy finds the factory through the installed package's metadata: the program
+    imports no treeattn. The metadata is written when the package is installed (``make
+    install``); an install older than the entry point skips, saying so."""
     if installed_entry_point() is None:
         pytest.skip(
             "the installed treeattn metadata has no spacy_factories entry point yet: "
@@ -502,7 +502,6 @@ def test_the_entry_point_resolves_in_a_fresh_process():
     code = (
         "import sys, spacy\n"
         "nlp = spacy.blank('en')\n"
-        "assert 'treeattn' not in sys.modules\n"
         f"nlp.add_pipe({NAME!r}, config={{'model': 'fast'}})\n"
         "doc = nlp('Dogs bark.')\n"
         "print(doc[0:3]._.parse_string)\n"
@@ -514,6 +513,25 @@ def test_the_entry_point_resolves_in_a_fresh_process():
     )
     assert done.returncode == 0, done.stderr
     assert Tree.parse(done.stdout).leaves() == ["Dogs", "bark", "."]
+
+
+def test_the_module_spacy_imports_for_its_entry_point_loads_no_parser():
+    """spaCy imports every entry point's module when it makes a pipeline; the parser and
+    what it reads load only when the component is made."""
+    code = (
+        "import sys, treeattn.integrations.spacy as m\n"
+        "from treeattn.parsing.parser import DEFAULT_MODEL\n"
+        "assert m.DEFAULT_MODEL == DEFAULT_MODEL\n"
+        "import treeattn.integrations.spacy\n"
+    )
+    probe = "import sys, treeattn.integrations.spacy; print('treeattn.parsing' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for program, expected in ((probe, "False"), (code, "")):
+        done = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == expected
 
 
 def test_the_component_class_is_the_factorys(nlp):

@@ -53,13 +53,15 @@ from spacy.tokens import Doc, Span, Token
 
 from treeattn.integrations import projection
 from treeattn.integrations.projection import Record
-from treeattn.parsing.parser import DEFAULT_MODEL, Parser, model_path
-from treeattn.parsing.tree_source import file_sha256
 from treeattn.trees import Tree
 from treeattn.trees.tokenize import Token as Word
 from treeattn.trees.tokenize import sentence_spans, tokenize_with_offsets
 
 NAME = "treeattn_parser"
+# The parser's own default (``treeattn.parsing.parser.DEFAULT_MODEL``), named here because
+# spaCy imports this module, for its entry point, whenever it makes a pipeline: the parser
+# (and what it reads) loads only when a component is made.
+DEFAULT_MODEL = "accurate"
 DATA = "_treeattn"  # the Doc extension that holds each sentence's ``Record``
 LONG_SENTENCES = ("skip", "error")
 REFERENCE_FILE = "parser.json"  # what to_disk writes: the parser's name and sha256
@@ -112,6 +114,9 @@ class TreeattnParser:
             set_dependencies,
             set_sents,
         )
+        from treeattn.parsing.parser import Parser, model_path
+        from treeattn.parsing.tree_source import file_sha256
+
         path = model_path(model)
         self.sha256 = file_sha256(path)
         self.parser = Parser.load(path, int8=int8)
