@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
@@ -110,8 +110,7 @@ def _preorder(span: tuple[int, int]) -> tuple[int, int]:
     return span[0], -span[1]
 
 
-@dataclass(frozen=True)
-class _Group:
+class _Group(NamedTuple):
     """Words ``first_word`` .. ``last_word`` and tokens ``first_token`` .. ``last_token``
     of a sentence (inclusive) that overlap in a chain."""
 
@@ -124,18 +123,40 @@ class _Group:
 def _groups(token_spans: Sequence[tuple[int, int]], words: Sequence[Token]) -> list[_Group]:
     """The groups of a sentence's tokens (character spans, in order) and words."""
     token_starts = [start for start, _ in token_spans]
-    groups: list[_Group] = []
+    found: list[list[int]] = []  # [first word, last word, first token, last token]
     for w, word in enumerate(words):
         first = bisect.bisect_right(token_starts, word.start) - 1
-        last = bisect.bisect_left(token_starts, word.end) - 1
+        last = bisect.bisect_left(token_starts, word.end, lo=max(first, 0)) - 1
         if first < 0 or token_spans[first][1] <= word.start or last < first:
             raise ValueError(f"the word {word.form!r} at {word.start} lies in no token")
-        if groups and first <= groups[-1].last_token:
-            top = groups.pop()
-            groups.append(_Group(top.first_word, w, top.first_token, max(last, top.last_token)))
+        if found and first <= found[-1][3]:
+            found[-1][1] = w
+            found[-1][3] = max(last, found[-1][3])
         else:
-            groups.append(_Group(w, w, first, last))
-    return groups
+            found.append([w, w, first, last])
+    return [_Group(*group) for group in found]
+
+
+def _nodes(tree: Tree) -> list[tuple[str, int, int, bool]]:
+    """Every node of ``tree``, pre-order: its label, the words it spans (start, end) and
+    whether it is a pre-terminal (``Tree.spans`` and ``Tree.subtrees`` in one pass)."""
+    out: list[tuple[str, int, int, bool]] = []
+    position = 0  # words seen so far
+    # A node, a word, or (an int) the index in ``out`` of a node whose words all are seen.
+    stack: list[Tree | str | int] = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            position += 1
+        elif isinstance(item, int):
+            label, start, _, preterminal = out[item]
+            out[item] = (label, start, position, preterminal)
+        else:
+            preterminal = len(item.children) == 1 and isinstance(item.children[0], str)
+            out.append((item.label, position, position, preterminal))
+            stack.append(len(out) - 1)
+            stack.extend(reversed(item.children))
+    return out
 
 
 def _depths(heads: Sequence[int]) -> list[int]:
@@ -163,75 +184,79 @@ def project(
     """Carry ``tree`` and ``dependencies`` (over ``words``, placed in the same text as the
     tokens) onto the tokens of a sentence: ``token_spans`` their character spans, in
     order, ``first`` the doc index of the first. The module's rules."""
-    if len(tree.leaves()) != len(words) or dependencies.n != len(words):
-        raise ValueError(f"a tree of {len(tree.leaves())} words for {len(words)} words")
-    count = len(token_spans)
+    if dependencies.n != len(words):
+        raise ValueError(f"dependencies of {dependencies.n} words for {len(words)} words")
+    count, n = len(token_spans), len(words)
     groups = _groups(token_spans, words)
-    group_of_word = [0] * len(words)
-    group_of_token = [-1] * count
-    for g, group in enumerate(groups):
-        group_of_word[group.first_word : group.last_word + 1] = [g] * (
-            group.last_word - group.first_word + 1
-        )
-        for k in range(group.first_token, group.last_token + 1):
-            group_of_token[k] = g
+    # Where a constituent may start and end: a group's first word starts at its first
+    # token, its last word ends at its last token; -1 inside a group.
+    starts_at, ends_at = [-1] * n, [-1] * n
+    alone = [-1] * n  # a word that is its group, one token: that token
+    group_of_word, group_of_token = [0] * n, [-1] * count
+    for g, (first_word, last_word, first_token, last_token) in enumerate(groups):
+        starts_at[first_word], ends_at[last_word] = first_token, last_token
+        if first_word == last_word and first_token == last_token:
+            alone[first_word] = first_token
+        group_of_word[first_word : last_word + 1] = [g] * (last_word - first_word + 1)
+        group_of_token[first_token : last_token + 1] = [g] * (last_token - first_token + 1)
 
-    # Constituents: each node of the tree whose edges fall on group edges, by token span.
+    # Constituents, keyed (start, -end) so that sorting the keys gives pre-order.
     entries: dict[tuple[int, int], tuple[list[str], int]] = {}
     leaf_node: dict[int, int] = {}  # token -> its word's pre-terminal (one token, one word)
-    nodes = list(tree.subtrees())
-    for index, ((label, i, j), node) in enumerate(
-        zip(tree.spans(include_preterminals=True), nodes, strict=True)
-    ):
-        gi, gj = groups[group_of_word[i]], groups[group_of_word[j - 1]]
-        if node.is_preterminal():
-            if gi.first_word == gi.last_word and gi.first_token == gi.last_token:
-                leaf_node[gi.first_token] = index
+    for index, (label, i, j, preterminal) in enumerate(_nodes(tree)):
+        if preterminal:
+            if alone[i] >= 0:
+                leaf_node[alone[i]] = index
             continue
-        if gi.first_word != i or gj.last_word != j - 1:
+        start, end = starts_at[i], ends_at[j - 1]
+        if start < 0 or end < 0:
             continue  # an edge inside a token
-        if i == 0 and j == len(words):  # the top: the whole sentence, edge white space too
-            span = (first, first + count)
+        if i == 0 and j == n:  # the top: the whole sentence, edge white space too
+            start, end = 0, count - 1
+        key = (first + start, -(first + end + 1))
+        if key in entries:
+            entries[key][0].append(label)  # a unary chain
         else:
-            span = (first + gi.first_token, first + gj.last_token + 1)
-        entries.setdefault(span, ([], index))[0].append(label)
+            entries[key] = ([label], index)
     for k in range(count):
-        entries.setdefault((first + k, first + k + 1), ([], leaf_node.get(k, -1)))
-    order = sorted(entries, key=_preorder)
+        key = (first + k, -(first + k + 1))
+        if key not in entries:
+            entries[key] = ([], leaf_node.get(k, -1))
+    order = sorted(entries)
 
     # Dependencies: a group hangs from its word nearest the root, on its last token.
-    word_heads = dependencies.heads
+    word_heads, tags, relations = dependencies.heads, dependencies.xpos, dependencies.relations
     depth = _depths(word_heads)
-    tags = tree.tags()
     top_word = [
-        min(range(g.first_word, g.last_word + 1), key=lambda w: (depth[w], w)) for g in groups
+        g.first_word
+        if g.first_word == g.last_word
+        else min(range(g.first_word, g.last_word + 1), key=lambda w: (depth[w], w))
+        for g in groups
     ]
     heads, deps, token_tags = [0] * count, [""] * count, [SPACE_TAG] * count
+    previous = -1  # the last token that is in a word
     for k in range(count):
         g = group_of_token[k]
-        if g < 0:
+        if g < 0:  # white space: on the token before, or the first in a word after it
+            heads[k] = first + (previous if previous >= 0 else groups[0].first_token)
+            deps[k] = SPACE_DEP
             continue
-        word = top_word[g]
+        previous = k
+        word, last = top_word[g], groups[g].last_token
         token_tags[k] = tags[word]
-        if k != groups[g].last_token:
-            heads[k], deps[k] = first + groups[g].last_token, SUBTOKEN_DEP
+        if k != last:
+            heads[k], deps[k] = first + last, SUBTOKEN_DEP
             continue
         head = word_heads[word]
         target = k if head == 0 else groups[group_of_word[head - 1]].last_token
-        heads[k], deps[k] = first + target, dependencies.relations[word]
-    covered = [k for k in range(count) if group_of_token[k] >= 0]
-    for k in range(count):
-        if group_of_token[k] < 0:
-            before = bisect.bisect_left(covered, k) - 1
-            heads[k] = first + covered[before if before >= 0 else 0]
-            deps[k] = SPACE_DEP
+        heads[k], deps[k] = first + target, relations[word]
     return Projection(
         first,
         first + count,
-        [span[0] for span in order],
-        [span[1] for span in order],
-        [entries[span][0] for span in order],
-        [entries[span][1] for span in order],
+        [start for start, _ in order],
+        [-end for _, end in order],
+        [entries[key][0] for key in order],
+        [entries[key][1] for key in order],
         token_tags,
         heads,
         deps,
@@ -280,7 +305,8 @@ def parent(record: Record, p: int) -> int | None:
 def brackets(record: Record, p: int, texts: Sequence[str], spaces: Sequence[bool]) -> str:
     """Entry ``p`` as a bracketed tree over the tokens (``texts``, ``spaces``: every token of
     the doc, whether it is white space), each token ``(TAG text)`` with its brackets
-    escaped as the Penn Treebank writes them; white space tokens left out."""
+    escaped as the Penn Treebank writes them and any white space inside it (a tokenizer
+    that keeps "New York" whole) written ``_``; white space tokens left out."""
     start, tags = record["start"], record["tags"]
     starts, ends, labels = record["starts"], record["ends"], record["labels"]
 
@@ -305,7 +331,7 @@ def brackets(record: Record, p: int, texts: Sequence[str], spaces: Sequence[bool
         k = starts[q]
         if spaces[k]:
             continue
-        text = "".join(ESCAPES.get(char, char) for char in texts[k])
+        text = "".join(ESCAPES.get(char, char) for char in "_".join(texts[k].split()))
         stack[-1][2].append(wrap(f"({tags[k - start]} {text})", labels[q]))
     while len(stack) > 1:
         close()

@@ -44,10 +44,10 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy
-from spacy.attrs import DEP, HEAD, SENT_START, TAG
+from spacy.attrs import DEP, HEAD, IDX, LENGTH, SENT_START, TAG
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
@@ -65,10 +65,6 @@ DEFAULT_MODEL = "accurate"
 DATA = "_treeattn"  # the Doc extension that holds each sentence's ``Record``
 LONG_SENTENCES = ("skip", "error")
 REFERENCE_FILE = "parser.json"  # what to_disk writes: the parser's name and sha256
-# Each sentence of a doc: its first and past-the-last token, and its words (placed in the
-# doc's text) or why it is not parsed.
-Plan = list[tuple[int, int, "list[Word] | str"]]
-BLANK = "white space alone"
 DEFAULT_CONFIG = {
     "model": DEFAULT_MODEL,
     "int8": False,
@@ -78,6 +74,18 @@ DEFAULT_CONFIG = {
     "set_sents": True,
     "long_sentences": "skip",
 }
+
+
+class Sentence(NamedTuple):
+    """A sentence of a doc: its tokens ``start`` .. ``end - 1``, the place of its text in
+    the doc's (``offset``), its words (placed in its text; none for white space alone) and
+    why it is left unparsed ("" when it is not)."""
+
+    start: int
+    end: int
+    offset: int
+    words: list[Word]
+    unparsed: str = ""
 
 
 class NotAConstituent(ValueError):
@@ -132,7 +140,7 @@ class TreeattnParser:
     def pipe(self, stream: Iterable[Doc], batch_size: int | None = None) -> Iterator[Doc]:
         """Docs as they come, parsed ``self.batch_size`` sentences at a time across docs
         (``batch_size``, which ``nlp.pipe`` gives in docs, is not this one's unit)."""
-        waiting: list[tuple[Doc, Plan]] = []
+        waiting: list[tuple[Doc, list[Sentence]]] = []
         sentences = 0
         for doc in stream:
             plan = self._sentences(doc)
@@ -146,46 +154,44 @@ class TreeattnParser:
             self._annotate(waiting)
             yield from (doc for doc, _ in waiting)
 
-    def _annotate(self, docs: list[tuple[Doc, Plan]]) -> None:
+    def _annotate(self, docs: list[tuple[Doc, list[Sentence]]]) -> None:
         """Parse every sentence of ``docs`` in one call and write the results on them."""
-        todo = [words for _, plan in docs for *_, words in plan if isinstance(words, list)]
+        todo = [s.words for _, plan in docs for s in plan if s.words and not s.unparsed]
         parsed = iter(self.parser.parse([[w.word for w in words] for words in todo]))
         for doc, plan in docs:
+            places = doc.to_array([IDX, LENGTH]).tolist()
             records, projections = [], []
-            for start, end, words in plan:
-                if words == BLANK:
-                    projected = projection.blank(start, end)
-                    records.append(projected.record(None))
-                    projections.append(projected)
+            for s in plan:
+                if s.unparsed:
+                    records.append(projection.unparsed_record(s.start, s.end, s.unparsed))
                     continue
-                if not isinstance(words, list):
-                    records.append(projection.unparsed_record(start, end, words))
-                    continue
-                parse = next(parsed)
-                spans = [(t.idx, t.idx + len(t)) for t in doc[start:end]]
-                projected = projection.project(spans, start, words, parse.tree, parse.dependencies)
-                records.append(projected.record(parse.tree))
+                if not s.words:
+                    projected = projection.blank(s.start, s.end)
+                    tree = None
+                else:
+                    parse = next(parsed)
+                    spans = [(a - s.offset, a - s.offset + n) for a, n in places[s.start : s.end]]
+                    tree = parse.tree
+                    projected = projection.project(
+                        spans, s.start, s.words, tree, parse.dependencies
+                    )
+                records.append(projected.record(tree))
                 projections.append(projected)
             starts = [r["start"] for r in records]
             doc._.set(DATA, {"tokens": len(doc), "starts": starts, "sentences": records})
             self._write(doc, plan, projections)
 
-    def _sentences(self, doc: Doc) -> Plan:
-        """Each sentence's tokens (start, end) and its words, placed in the doc's text, or
-        why it is not parsed; a sentence too long is an error (``long_sentences``)."""
-        out: Plan = []
-        for number, (start, end) in enumerate(sentence_bounds(doc), start=1):
+    def _sentences(self, doc: Doc) -> list[Sentence]:
+        """Each sentence of ``doc`` and its words; a sentence too long is an error or left
+        unparsed with a warning (``long_sentences``)."""
+        out = []
+        whole = doc.text  # spaCy joins the tokens' texts anew at each call
+        for number, (start, end) in enumerate(sentence_bounds(doc, whole), start=1):
             span = doc[start:end]
-            offset = span.start_char
-            words = [
-                Word(w.word, w.form, w.start + offset, w.end + offset)
-                for w in tokenize_with_offsets(span.text)
-            ]
-            if not words:
-                out.append((start, end, BLANK))
-                continue
+            text = whole[span.start_char : span.end_char]
+            words = tokenize_with_offsets(text)
             if len(words) > self.parser.max_length:
-                text = span.text if len(span.text) <= 60 else span.text[:57] + "..."
+                text = text if len(text) <= 60 else text[:57] + "..."
                 problem = (
                     f"{self.name}: sentence {number} of the doc (tokens {start}-{end - 1}, "
                     f"{text!r}) has {len(words)} words, more than the parser's limit of "
@@ -194,15 +200,16 @@ class TreeattnParser:
                 if self.long_sentences == "error":
                     raise ValueError(problem)
                 warnings.warn(f"{problem}: left unparsed", stacklevel=2)
-                out.append((start, end, f"{len(words)} words, over the parser's limit"))
+                reason = f"{len(words)} words, over the parser's limit"
+                out.append(Sentence(start, end, span.start_char, words, reason))
                 continue
-            out.append((start, end, words))
+            out.append(Sentence(start, end, span.start_char, words))
         return out
 
     def _write(
         self,
         doc: Doc,
-        plan: Plan,
+        plan: list[Sentence],
         projections: list[projection.Projection],
     ) -> None:
         """spaCy's own attributes: tags, heads and relations of the parsed sentences (the
@@ -230,7 +237,7 @@ class TreeattnParser:
             # Written heads make spaCy read sentences off the trees: a sentence left
             # unparsed would join the one before; its start is written again here.
             starts = numpy.full(len(doc), -1, dtype=numpy.int64)
-            starts[[start for start, _, _ in plan]] = 1
+            starts[[sentence.start for sentence in plan]] = 1
             doc.from_array([SENT_START], starts.view(numpy.uint64))
 
     # ------------------------------------------------------------ saving
@@ -294,17 +301,22 @@ def make_treeattn_parser(
     )
 
 
-def sentence_bounds(doc: Doc) -> list[tuple[int, int]]:
+def sentence_bounds(doc: Doc, text: str | None = None) -> list[tuple[int, int]]:
     """Each sentence's first and past-the-last token: the doc's own sentences when it has
     them, else those of ``sentence_spans`` (one starts at the first token that begins at or
-    after its first character; white space before the first belongs to the first)."""
+    after its first character; white space before the first belongs to the first).
+    ``text``: the doc's, when the caller has it already."""
     if not len(doc):
         return []
     if doc.has_annotation("SENT_START") or doc.has_annotation("DEP"):
         return [(s.start, s.end) for s in doc.sents]
-    token_starts = [t.idx for t in doc]
+    token_starts = doc.to_array(IDX).tolist()
     firsts = sorted(
-        {0} | {bisect.bisect_left(token_starts, a) for a, _ in sentence_spans(doc.text)}
+        {0}
+        | {
+            bisect.bisect_left(token_starts, a)
+            for a, _ in sentence_spans(doc.text if text is None else text)
+        }
     )
     firsts = [k for k in firsts if k < len(doc)]
     return list(zip(firsts, [*firsts[1:], len(doc)], strict=True))
