@@ -6,6 +6,7 @@ and loading, and the entry point that lets spaCy find the component by itself.""
 from __future__ import annotations
 
 import ast
+import doctest
 import importlib
 import importlib.metadata
 import json
@@ -532,6 +533,12 @@ def test_the_module_spacy_imports_for_its_entry_point_loads_no_parser():
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == expected
+
+
+def test_the_modules_example_runs():
+    import treeattn.integrations.spacy as module
+
+    assert doctest.testmod(module).failed == 0
 
 
 def test_the_component_class_is_the_factorys(nlp):

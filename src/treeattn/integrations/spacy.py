@@ -2,10 +2,12 @@
 
 >>> import spacy
 >>> nlp = spacy.blank("en")
->>> nlp.add_pipe("treeattn_parser", config={"model": "fast"})  # doctest: +SKIP
->>> doc = nlp("The cat sat on the mat.")                        # doctest: +SKIP
->>> list(doc.sents)[0]._.parse_string                           # doctest: +SKIP
+>>> component = nlp.add_pipe("treeattn_parser")
+>>> doc = nlp("The cat sat on the mat.")
+>>> list(doc.sents)[0]._.parse_string
 '(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))'
+>>> [(token.text, token.dep_, token.head.text) for token in doc[:3]]
+[('The', 'NP/DT', 'cat'), ('cat', 'S/NP', 'sat'), ('sat', 'root', 'sat')]
 
 The component is registered under that name when this module is imported and, through the
 ``spacy_factories`` entry point, for spaCy itself to find without it. Each sentence of a
@@ -34,7 +36,10 @@ and every constituent and token inside it, pre-order), ``._.parent`` (None for a
 sentence) and ``._.children``; on a ``Token``, ``._.labels``, ``._.parse_string`` and
 ``._.parent``. ``Span._.tree`` is the constituent's own ``Tree`` over the parser's words
 (None for a token the parser split or joined, or white space). A span that is no
-constituent raises ``NotAConstituent``.
+constituent raises ``NotAConstituent``. A sentence of white space alone has no tree: it
+and its tokens are constituents without labels, its bracket string empty. The
+constituents refer to token positions: a component that merges or splits tokens goes
+before this one (the extensions raise, saying so, on a doc retokenized after it).
 """
 
 from __future__ import annotations
