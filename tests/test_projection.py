@@ -3,7 +3,7 @@ no spaCy: random trees, random spacing and random tokenizations of the same text
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.strategies import treebank_shaped, trees
@@ -15,6 +15,12 @@ from treeattn.trees.tokenize import Token
 LABELS = st.sampled_from(["S", "NP", "VP", "PP"])
 TAGS = st.sampled_from(["DT", "NN", "VB", "IN"])
 WORDS = st.text(alphabet="abc", min_size=1, max_size=3)
+# Trees as the parser gives them: every word under a tag, a phrase at the top.
+PARSED = (
+    trees(LABELS, TAGS, WORDS)
+    .map(treebank_shaped)
+    .map(lambda tree: Tree("S", [tree]) if tree.is_preterminal() else tree)
+)
 
 
 @st.composite
@@ -22,7 +28,7 @@ def placed(draw):
     """A tree, its words placed in a text (one, two or three spaces between them), and the
     text cut into tokens another way: words cut inside, words joined (across a single
     space, as a tokenizer may keep "New York"), runs of spaces as tokens of their own."""
-    tree = draw(trees(LABELS, TAGS, WORDS).map(treebank_shaped))
+    tree = draw(PARSED)
     leaves = tree.leaves()
     gaps = draw(st.lists(st.sampled_from([" ", "  ", "   "]), min_size=len(leaves)))
     lead, trail = draw(st.booleans()), draw(st.booleans())  # white space at the edges
@@ -75,6 +81,8 @@ def check(result: projection.Projection, first: int, count: int) -> None:
             assert first <= at < first + count
 
 
+# A tree whose top is a tag over its one word, and a line break after it.
+@example((Tree.parse("(S a)"), "a\n", [Token("a", "a", 0, 1)], [(0, 1), (1, 2)]), 0)
 @given(placed(), st.integers(0, 5))
 def test_any_tokenization_gives_nested_constituents_and_one_tree_of_heads(case, first):
     tree, text, words, tokens = case
@@ -93,7 +101,7 @@ def test_any_tokenization_gives_nested_constituents_and_one_tree_of_heads(case, 
             assert not spaces[a - first] and not spaces[b - 1 - first]
 
 
-@given(trees(LABELS, TAGS, WORDS).map(treebank_shaped))
+@given(PARSED)
 def test_tokens_that_are_the_words_keep_the_tree_and_its_dependencies(tree):
     leaves = tree.leaves()
     words, at = [], 0

@@ -183,7 +183,8 @@ def project(
 ) -> Projection:
     """Carry ``tree`` and ``dependencies`` (over ``words``, placed in the same text as the
     tokens) onto the tokens of a sentence: ``token_spans`` their character spans, in
-    order, ``first`` the doc index of the first. The module's rules."""
+    order, ``first`` the doc index of the first. The module's rules. The tree is as the
+    parser gives it: every word under a tag, a phrase at the top."""
     if dependencies.n != len(words):
         raise ValueError(f"dependencies of {dependencies.n} words for {len(words)} words")
     count, n = len(token_spans), len(words)
@@ -218,6 +219,8 @@ def project(
             entries[key][0].append(label)  # a unary chain
         else:
             entries[key] = ([label], index)
+    # The sentence is a constituent even when the tree's top is a tag over one word.
+    entries.setdefault((first, -(first + count)), ([], 0))
     for k in range(count):
         key = (first + k, -(first + k + 1))
         if key not in entries:
