@@ -23,11 +23,13 @@ ROOT = Path(__file__).parents[1]
         "translation",
         "tree_dependencies",
         "injection",
+        "lm_speed",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
-    if script in ("translation", "tree_dependencies"):
-        request.getfixturevalue("shared_data")  # Multi30k, the PTB sample; skips without them
+    if script in ("translation", "tree_dependencies", "lm_speed"):
+        # Multi30k, the PTB sample, BLiMP; skips without them
+        request.getfixturevalue("shared_data")
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
     env = {**os.environ, "TREEATTN_CACHE": str(tmp_path / "cache")}
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300, env=env)

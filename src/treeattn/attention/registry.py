@@ -24,6 +24,9 @@ from typing import Any
 from torch import nn
 
 LAYER = "layer"
+# Context key: True in a causal language model's passes, where no position may see a
+# later one; only a mechanism that declares ``Capabilities.causal`` reads it.
+CAUSAL = "causal"
 
 
 class Reads(str, Enum):
@@ -57,7 +60,8 @@ class Capabilities:
     chosen heads of a pretrained encoder, a ``SyntaxInjection`` subclass
     (``attention.injection``). ``view``: what the viewer captures and draws, a
     ``MechanismView`` (``attention.inspection``). ``analyses``: the names in ``ANALYSES``
-    that apply to its models.
+    that apply to its models. ``causal``: its layer honours ``context[CAUSAL]`` (no
+    position sees a later one), so that a causal language model may use it.
     """
 
     description: str = ""
@@ -65,6 +69,7 @@ class Capabilities:
     injection: Any = None
     view: Any = None
     analyses: frozenset[str] = frozenset()
+    causal: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.analyses) - set(ANALYSES)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -18,13 +18,12 @@ from treeattn.data.subwords import WORD_START
 from treeattn.data.text import START
 from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
-from treeattn.engine.task import Selection, evaluating
-from treeattn.models.inputs import EncoderInputs
+from treeattn.engine.task import evaluating
 from treeattn.models.masked_lm import MaskedLanguageModel
 from treeattn.models.registry import EncoderConfig, build_encoder, check_encoder
-from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths
+from treeattn.tasks.encoding import EncodedSet, SentenceBatch
 from treeattn.tasks.language import MASKED, LanguageModelTask, LmData, start_tokens
-from treeattn.tasks.sentences import LabeledSentence, lines_to_sentences, read_text
+from treeattn.tasks.sentences import TEXT, LabeledSentence
 
 IGNORE = -100  # target of a position that is not predicted (cross_entropy's default)
 FIRST_WORD_ID = 3  # ids below are padding, unknown and mask: never drawn as random words
@@ -120,6 +119,7 @@ class MaskedLMTask(LanguageModelTask):
     """BERT-style masked language modelling, chosen by dev perplexity."""
 
     name = "mlm"
+    datasets: ClassVar[tuple[str, ...]] = (TEXT,)  # the data sets read
     Data = MlmData
     Model = EncoderConfig
     headline = ("perplexity",)
@@ -158,14 +158,6 @@ class MaskedLMTask(LanguageModelTask):
         d = self.cfg.data
         return Masking(d.mask_rate, tuple(d.mask_split), len(self.vocab))
 
-    @property
-    def selection(self) -> Selection:
-        return Selection("dev", "perplexity", higher_is_better=False)
-
-    @property
-    def final_splits(self) -> tuple[str, ...]:
-        return ("dev", "test")
-
     def _words_of(self, examples: Sequence[LabeledSentence]) -> list[LabeledSentence]:
         return start_tokens(examples) if self.cfg.data.start_token else list(examples)
 
@@ -184,35 +176,15 @@ class MaskedLMTask(LanguageModelTask):
         total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
         return total / max(1, count)
 
-    @torch.no_grad()
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
         """Perplexity (exp of the mean cross-entropy per masked word or piece), always with
         the same masked positions (a generator seeded with ``EVAL_SEED``), so that every
         evaluation of every model sees the same task."""
         generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
-        masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
-        total, count = 0.0, 0
-        with evaluating(model):
-            for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
-                loss, n = masked_lm_loss(model, data.batch(indices).to(device), masking, generator)
-                total += loss.item()
-                count += n
-        mean = total / max(1, count)
-        return {"perplexity": math.exp(mean), "loss": mean, "count": count}
-
-    def lm_log_probs(
-        self, model: nn.Module, ids: torch.Tensor, pad_mask: torch.Tensor, at: torch.Tensor
-    ) -> torch.Tensor:
-        return model(EncoderInputs(ids, pad_mask), predict=at).log_softmax(-1)
-
-    def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
-        """One sentence per line, words separated by spaces; ``<mask>`` marks a word (with
-        subwords: one piece) to fill in. The words are shown as the text options say (the
-        output shows them so)."""
-        sentences = read_text(lines_to_sentences(lines, where), self.cfg.data, where)
-        examples = self._words_of([LabeledSentence(words, 0) for words in sentences])
-        check_lengths(self.as_pieces(examples), self.cfg.model.max_length, where)
-        return examples
+        masking = self.masking
+        return self.perplexity(
+            model, data, device, lambda m, batch: masked_lm_loss(m, batch, masking, generator)
+        )
 
     @torch.no_grad()
     def predict(
