@@ -78,6 +78,8 @@ def test_blimp_accuracy_of_a_table_model_is_the_hand_count(tmp_path):
         "other": {"accuracy": 0.0, "count": 1},
     }
     assert result.by("field")["morphology"]["count"] == 3
+    path = _jsonl(tmp_path / "x.jsonl", [{**_pair("a", "b", "x"), "field": "syntax/semantics"}])
+    assert read_pairs(path)[0].field == "syntax_semantics"  # as BLiMP's other files write it
 
 
 def test_a_blimp_line_without_a_sentence_is_an_error_naming_file_and_line(tmp_path):

@@ -7,6 +7,7 @@ the evaluator as the model itself scores it."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -142,3 +143,14 @@ def test_a_subword_language_model_trains_and_is_scored_as_it_scores_itself(
                 log_probs = model(EncoderInputs(masked, pad)).log_softmax(-1)[0]
                 expected.append(log_probs[start + i, ids[0, start + i]].item())
     assert scores.log_probs == pytest.approx(expected, abs=1e-5)
+    # treeattn predict: a causal model gives each line's log-probability (its pieces and
+    # the end), a masked one fills in <mask>.
+    if task == "causal-lm":
+        (line,) = lm.trained.predict(["The keys are here ."], "input")
+        found = json.loads(line)
+        n = len(lm.pieces("The keys are here .").ids)
+        assert found["tokens"] == n + 1 and found["log_prob"] < 0
+        assert found["perplexity"] == pytest.approx(math.exp(-found["log_prob"] / (n + 1)))
+    else:
+        (line,) = lm.trained.predict(["The <mask> are here ."], "input")
+        assert "<mask>" not in line and line.startswith("The") and line.endswith("here .")

@@ -2,7 +2,9 @@
 a line with ``sentence_good`` and ``sentence_bad``. A pair is right when the good
 sentence's whole log-probability is higher (the paper's simple LM method: unnormalised,
 no prefix); accuracy per paradigm (``UID``, else the file's name), per phenomenon
-(``linguistics_term``), per field and overall (over pairs)."""
+(``linguistics_term``), per field and overall (over pairs). BLiMP writes one paradigm's
+field ``syntax/semantics`` (``principle_A_case_2``) and the others' ``syntax_semantics``:
+both are read as ``syntax_semantics``."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def read_pairs(path: str | Path) -> list[MinimalPair]:
                 row["sentence_bad"],
                 str(row.get("UID") or path.stem),
                 str(row.get("linguistics_term") or UNKNOWN),
-                str(row.get("field") or UNKNOWN),
+                str(row.get("field") or UNKNOWN).replace("/", "_"),
                 f"{path}:{number}",
             )
         )
