@@ -376,3 +376,12 @@ def test_a_project_masked_lm_checkpoint_is_scored_on_raw_text(tmp_path):
     assert pieces.spans == [(0, 3), (4, 8), (9, 13), (13, 14)]
     assert pieces.ids == lm.task.vocab.encode(["the", "dogs", "bark", "."])
     assert lm.prefix == [] and lm.kind == "masked"
+
+
+def test_the_command_names_the_code_s_sets_and_variants():
+    from treeattn.cli import lm_eval
+    from treeattn.evaluation.agreement import AGREEMENT_SETS
+    from treeattn.evaluation.scoring import PLL_VARIANTS
+
+    assert lm_eval.AGREEMENT_SETS == AGREEMENT_SETS
+    assert lm_eval.PLL_VARIANTS == PLL_VARIANTS

@@ -17,7 +17,10 @@ from typing import Any
 
 import torch
 
+from treeattn.data.vocab import Vocab
 from treeattn.evaluation.scoring import CAUSAL, KINDS, MASKED, LanguageModel, PieceText
+from treeattn.tasks.language import LanguageModelTask
+from treeattn.tasks.trained import Trained, load_trained
 
 
 def _architectures(folder: Path) -> list[str]:
@@ -113,23 +116,17 @@ class ProjectLM(LanguageModel):
     """A language model of this project (``treeattn.tasks.language``) from a checkpoint,
     reading raw text as its task does (``text_pieces``)."""
 
-    def __init__(self, trained: Any, name: str = "checkpoint") -> None:
-        from treeattn.tasks.language import LanguageModelTask
-
+    def __init__(self, trained: Trained, name: str = "checkpoint") -> None:
         task = trained.task
         if not isinstance(task, LanguageModelTask):
             raise ValueError(f"{name}: a {trained.cfg.task} model is no language model")
         self.trained, self.task, self.name = trained, task, name
         self.kind = task.lm_kind
         self.prefix, self.suffix = task.lm_prefix, task.lm_suffix
-        from treeattn.data.vocab import Vocab
-
         self.mask_id, self.pad_id = Vocab.mask_id, Vocab.pad_id
 
     @classmethod
     def load(cls, checkpoint: str | Path, device: str = "auto") -> ProjectLM:
-        from treeattn.tasks.trained import load_trained
-
         return cls(load_trained(checkpoint, device), name=str(checkpoint))
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +169,7 @@ def evaluate_language_model(
     ]
     suites = [read_suite(f) for path in _sources(syntaxgym, "syntaxgym") for f in suite_files(path)]
     if limit is not None:
-        suites = [
-            type(s)(s.name, s.circuit, s.predictions, s.items[:limit], s.where) for s in suites
-        ]
+        suites = [replace(s, items=s.items[:limit]) for s in suites]
     sets = {}
     if agreement:
         folder = require_data("sva") if str(agreement_folder) == SHARED else agreement_folder
