@@ -106,6 +106,9 @@ def test_subwords_read_an_unseen_word_as_pieces_and_trees_split_over_them(tmp_pa
     examples, _ = task.read("train")
     task.fit(examples)
     assert len(task.vocab) <= 400 + 3
+    words = make_task(_lm_config(tmp_path, "causal-lm", "vanilla", "data.vocabulary=words"))
+    words.fit(examples)
+    assert {"<s>", "</s>"} <= set(words.vocab.index)  # a word vocabulary holds the specials
     unseen = task.text_pieces("Zyxwvut barked.")
     assert Vocab.unk_id not in unseen.ids and len(unseen.ids) > 3
     assert unseen.spans[0] == (0, 7) and unseen.words[0] == unseen.words[1] == 0
@@ -113,6 +116,8 @@ def test_subwords_read_an_unseen_word_as_pieces_and_trees_split_over_them(tmp_pa
     first = task.as_pieces(examples[:1])[0]
     assert first.tokens[0] == "<s>" and first.tokens[-1] == "</s>"
     assert first.tree.leaves() == first.tokens[1:-1]
+    # The checkpoint records where the trees came from.
+    assert task.state_dict()["trees"] == {"source": "right-branching"}
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,9 @@ class LanguageModelTask(Task):
         self._pieces: dict[str, list[str]] = {}
         d = cfg.data
         self.tree_source = None if d.trees is None else TreeSource(d.trees, d.parser)
+        # Where the trees of a trained model's text came from (``TreeSource.record``: its
+        # kind, and for a parser its path and SHA-256); None without data.trees.
+        self.trees: dict[str, str] | None = None
 
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
@@ -137,8 +140,7 @@ class LanguageModelTask(Task):
     def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
         d = self.cfg.data
         if d.vocabulary == WORDS:
-            sentences = [ex.tokens for ex in train_examples]
-            self.vocab = Vocab.build(sentences + [list(self.special_words)], d.min_count)
+            self.vocab = Vocab.build((ex.tokens for ex in train_examples), d.min_count)
             # Specials are kept whatever their count.
             missing = [w for w in self.special_words if w not in self.vocab.index]
             self.vocab = Vocab([*self.vocab.tokens, *missing])
@@ -151,6 +153,7 @@ class LanguageModelTask(Task):
             self.subwords = Subwords.learn(texts, d.vocab_size, self.cfg.seed)
             self.vocab = self._piece_vocab(self.subwords)
         self._pieces = {}
+        self.trees = None if self.tree_source is None else self.tree_source.record()
 
     def _piece_vocab(self, subwords: Subwords) -> Vocab:
         """Padding, unknown and mask, the task's specials, then every SentencePiece piece
@@ -172,12 +175,17 @@ class LanguageModelTask(Task):
         state: dict[str, Any] = {"vocab": self.vocab.tokens}
         if self.subwords is not None:
             state["subwords"] = self.subwords.model
+        if self.trees is not None:
+            state["trees"] = dict(self.trees)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.vocab = Vocab(state["vocab"])
         self.subwords = Subwords(bytes(state["subwords"])) if "subwords" in state else None
         self._pieces = {}
+        self.trees = state.get("trees")
+        if self.tree_source is not None:
+            self.tree_source = self.tree_source.restored(self.trees)
 
     def as_pieces(self, examples: Sequence[LabeledSentence]) -> list[LabeledSentence]:
         """The examples with each word replaced by its pieces, and each tree's words by
