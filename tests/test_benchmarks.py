@@ -25,11 +25,13 @@ ROOT = Path(__file__).parents[1]
         "injection",
         "tree_regularization",
         "spacy_speed",
+        "lm_speed",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
-    if script in ("translation", "tree_dependencies", "spacy_speed"):
-        request.getfixturevalue("shared_data")  # Multi30k, the PTB sample; skips without them
+    if script in ("translation", "tree_dependencies", "spacy_speed", "lm_speed"):
+        # Multi30k, the PTB sample, BLiMP; skips without them
+        request.getfixturevalue("shared_data")
     if script == "spacy_speed":
         pytest.importorskip("spacy", reason="spaCy not installed (the extra treeattn[spacy])")
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]

@@ -27,6 +27,9 @@ from typing import Any
 from torch import nn
 
 LAYER = "layer"
+# Context key: True in a causal language model's passes, where no position may see a
+# later one; only a mechanism that declares ``Capabilities.causal`` reads it.
+CAUSAL = "causal"
 
 
 class Reads(str, Enum):
@@ -62,7 +65,8 @@ class Capabilities:
     ``MechanismView`` (``attention.inspection``). ``analyses``: the names in ``ANALYSES``
     that apply to its models. ``loss``: a loss on chosen layers' hidden states from each
     sentence's tree, added to a task's loss with a weight (a class shaped as
-    ``attention.tree_loss.TreeLoss``).
+    ``attention.tree_loss.TreeLoss``). ``causal``: its layer honours ``context[CAUSAL]`` (no
+    position sees a later one), so that a causal language model may use it.
     """
 
     description: str = ""
@@ -71,6 +75,7 @@ class Capabilities:
     view: Any = None
     analyses: frozenset[str] = frozenset()
     loss: Any = None
+    causal: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.analyses) - set(ANALYSES)

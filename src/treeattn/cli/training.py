@@ -14,10 +14,10 @@ from treeattn.cli.text import several_sentences, warn_several_sentences
 
 # Written out so that --help need not load the task registry (and torch); a test holds
 # them to the registry (``treeattn mechanisms`` prints it).
-TASKS = "classify, mlm, parse or translate"
+TASKS = "classify, mlm, causal-lm, parse or translate"
 SPLITS = (
-    "classify, mlm and parse: train, dev, test (classify on cola: train, dev, in_domain, "
-    "out_of_domain); "
+    "classify, mlm, causal-lm and parse: train, dev, test (classify on cola: train, dev, "
+    "in_domain, out_of_domain); "
     "translate: train, val, test_2016_flickr, test_2017_flickr"
 )
 
@@ -89,9 +89,11 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         "positive; SST-2: negative, positive); for models that read trees, words are parsed "
         "first (--parser, --trees). translate: a sentence gives its translation (parsed "
         "first where the encoder reads trees). mlm: a sentence with <mask> words (split on "
-        "spaces) gives the sentence with them filled in. parse: a sentence gives its tree "
-        "(--format brackets, the default for constituency models, or conllu). A line is one "
-        "item: a line that seems to hold several sentences gets a warning naming file:line.",
+        "spaces) gives the sentence with them filled in. causal-lm: a sentence (split on "
+        "spaces) gives its log-probability, tokens and perplexity as JSON. parse: a "
+        "sentence gives its tree (--format brackets, the default for constituency models, "
+        "or conllu). A line is one item: a line that seems to hold several sentences gets "
+        "a warning naming file:line.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
@@ -101,7 +103,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         default="",
         help="output format. classify: label (the default), probabilities (every class's "
         "probability, NAME=P fields separated by tabs) or jsonl (a JSON object a line: "
-        "input, label, probabilities); parse: brackets or conllu; mlm: lines",
+        "input, label, probabilities); parse: brackets or conllu; mlm: lines; causal-lm: jsonl",
     )
     add_tree_options(p)
     p.set_defaults(run=_predict)
