@@ -15,7 +15,9 @@ import torch
 import torch.nn.functional as F
 
 from tests.helpers import train
+from treeattn.attention.tree_loss import token_positions
 from treeattn.data.vocab import Vocab
+from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.evaluation import ProjectLM, Scorer
 from treeattn.models.causal_lm import CausalLanguageModel
 from treeattn.models.inputs import EncoderInputs
@@ -159,3 +161,50 @@ def test_a_subword_language_model_trains_and_is_scored_as_it_scores_itself(
     else:
         (line,) = lm.trained.predict(["The <mask> are here ."], "input")
         assert "<mask>" not in line and line.startswith("The") and line.endswith("here .")
+
+
+TREE_LOSS = ["data.trees=right-branching", "model.tree_loss=tree-regularization"]
+
+
+def _weights(run) -> dict[str, torch.Tensor]:
+    return load_checkpoint(run / "last.pt")["model"]
+
+
+@pytest.mark.parametrize("task", ["causal-lm", "mlm"])
+def test_a_tree_loss_at_weight_zero_is_the_plain_step_and_is_logged(tmp_path, shared_data, task):
+    trees = ["data.trees=right-branching"]
+    train(_lm_config(tmp_path / "plain", task, "vanilla", *trees))
+    train(_lm_config(tmp_path / "zero", task, "vanilla", *TREE_LOSS, "model.tree_loss_weight=0"))
+    train(_lm_config(tmp_path / "one", task, "vanilla", *TREE_LOSS))
+    plain, zero, one = (_weights(tmp_path / run / task) for run in ("plain", "zero", "one"))
+    assert all(torch.equal(plain[k], zero[k]) for k in plain)
+    assert not all(torch.equal(plain[k], one[k]) for k in plain)
+    records = [json.loads(line) for line in (tmp_path / "one" / task / "metrics.jsonl").open()]
+    logged = [r for r in records if "train_loss" in r]
+    assert logged and all(r["train_tree_loss"] > 0 for r in logged)
+
+
+def test_the_causal_tree_loss_reads_the_words_states_after_the_start_token(tmp_path, shared_data):
+    """Each tree's leaves are the pieces after ``<s>``: the task's tree loss is the loss of
+    the states with the ``<s>`` state left out, a token a leaf."""
+    task = make_task(_lm_config(tmp_path, "causal-lm", "vanilla", *TREE_LOSS))
+    examples, where = task.read("train")
+    task.fit(examples)
+    data = task.encode(examples[:4], where)
+    batch = data.batch(list(range(4)))
+    model = task.build_model().eval()
+    with torch.no_grad():
+        task.loss(model, batch)
+        got = task.loss_terms()["tree_loss"]
+        kept: list[torch.Tensor] = []
+        model.encoder.state_watchers.append(kept.extend)
+        model(batch.inputs)  # every state, before the final norm
+        words = kept[-1][:, 1:]  # the last layer's, <s> left out
+        positions = token_positions(batch.inputs.pad_mask[:, 1:])
+        expected = task.tree_loss([words], batch.tree_targets, positions)
+    torch.testing.assert_close(got, expected)
+
+
+def test_a_language_model_tree_loss_needs_trees(tmp_path):
+    with pytest.raises(ValueError, match="model.tree_loss reads each training sentence's tree"):
+        make_task(_lm_config(tmp_path, "mlm", "vanilla", "model.tree_loss=tree-regularization"))

@@ -18,7 +18,7 @@ backbone's next layer reads (pooled word vectors exist only at the layer the tas
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +109,44 @@ def keeping_states(encoder: nn.Module, layers: Sequence[int]) -> Iterator[list[T
         yield kept
     finally:
         encoder.state_watchers.remove(watch)
+
+
+def with_tree_loss(
+    settings: TreeLossSettings,
+    tree_loss: TreeLoss,
+    model: nn.Module,
+    inputs: Any,
+    targets: Any,
+    task_loss: Callable[[], Tensor],
+    offset: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """(``task_loss()`` plus ``settings.tree_loss_weight`` times ``tree_loss`` of the same
+    pass's hidden states, the tree loss alone, detached) for one training batch of typed
+    ``inputs`` and the loss's ``targets``; ``offset``: the states before a sentence's first
+    word (a ``<s>`` the model reads first). Weight 0 adds nothing at all: the step is the
+    plain one, the tree loss only computed to be logged."""
+    if targets is None:
+        raise ValueError("model.tree_loss: a training batch without its sentences' trees")
+    encoder = encoder_of(model)
+    with keeping_states(encoder, tree_loss.layers) as states:
+        loss = task_loss()
+    positions = encoder.state_positions(inputs)
+    if offset:
+        last = states[0].shape[1] - 1
+        positions = WordPositions(
+            (positions.first + offset).clamp(max=last),
+            (positions.last + offset).clamp(max=last),
+            positions.pad_mask,
+        )
+    value = tree_loss(states, targets, positions)
+    weight = settings.tree_loss_weight
+    if weight and torch.is_grad_enabled() and not value.requires_grad:
+        raise ValueError(
+            f"model.tree_loss_options.layers={list(tree_loss.layers)}: no weight below "
+            "those states trains (a frozen backbone, model.backbone_tune), so the tree loss "
+            "would teach nothing"
+        )
+    return (loss + weight * value if weight else loss), value.detach()
 
 
 # -- the library call: any model's hidden states, in any training loop -------------------

@@ -22,9 +22,9 @@ from treeattn.data.text import START
 from treeattn.engine.config import Config
 from treeattn.engine.task import evaluating
 from treeattn.models.causal_lm import CausalLanguageModel
-from treeattn.models.registry import EncoderConfig, build_encoder, check_encoder, encoder_names
+from treeattn.models.registry import build_encoder, check_encoder, encoder_names
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch
-from treeattn.tasks.language import CAUSAL, END, LanguageModelTask, LmData
+from treeattn.tasks.language import CAUSAL, END, LanguageModelTask, LmData, LmModel
 from treeattn.tasks.sentences import LabeledSentence
 
 
@@ -48,7 +48,7 @@ class CausalLMTask(LanguageModelTask):
 
     name = "causal-lm"
     Data = LmData
-    Model = EncoderConfig
+    Model = LmModel
     headline = ("perplexity",)
     lm_kind = CAUSAL
     activity = "causal language modelling"
@@ -80,6 +80,10 @@ class CausalLMTask(LanguageModelTask):
         return [replace(ex, tokens=[START, *ex.tokens, END]) for ex in examples]
 
     @property
+    def words_around(self) -> tuple[int, int]:
+        return (1, 1)  # <s> and </s>
+
+    @property
     def lm_prefix(self) -> list[int]:
         return [self.vocab.index[START]]
 
@@ -88,10 +92,12 @@ class CausalLMTask(LanguageModelTask):
 
     def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
         """Mean cross-entropy of one training batch's next tokens."""
-        # A mechanism's training loss on the hidden states (tree regularization) is added
-        # to this one here; the batch's sentences keep their trees (data.trees).
-        total, count = next_token_loss(model, batch, self.cfg.train.label_smoothing)
-        return total / max(1, count)
+
+        def next_tokens() -> torch.Tensor:
+            total, count = next_token_loss(model, batch, self.cfg.train.label_smoothing)
+            return total / max(1, count)
+
+        return self.with_tree_loss(model, batch, next_tokens)
 
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
         """Perplexity: exp of the mean cross-entropy per predicted token (every word or

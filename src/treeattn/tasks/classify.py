@@ -33,7 +33,7 @@ from treeattn.models.registry import (
     check_encoder,
     encoder_entry,
 )
-from treeattn.models.tree_loss import TreeLossSettings, encoder_of, keeping_states
+from treeattn.models.tree_loss import TreeLossSettings, with_tree_loss
 from treeattn.parsing.tree_source import GOLD, TreeSource
 from treeattn.tasks.class_outputs import FORMATS, class_outputs
 from treeattn.tasks.datasets import (
@@ -320,23 +320,16 @@ class ClassifyTask(Task):
         (logged apart as ``tree_loss``)."""
         if self.tree_loss is None:
             return self._label_loss(model, batch)
-        if batch.tree_targets is None:
-            raise ValueError("model.tree_loss: a training batch without its sentences' trees")
-        encoder = encoder_of(model)
-        with keeping_states(encoder, self.tree_loss.layers) as states:
-            label_loss = self._label_loss(model, batch)
-        positions = encoder.state_positions(batch.inputs)
-        tree_loss = self.tree_loss(states, batch.tree_targets, positions)
-        self._loss_terms = {"tree_loss": tree_loss.detach()}
-        weight = self.cfg.model.tree_loss_weight
-        if weight and torch.is_grad_enabled() and not tree_loss.requires_grad:
-            raise ValueError(
-                f"model.tree_loss_options.layers={list(self.tree_loss.layers)}: no weight "
-                "below those states trains (a frozen backbone, model.backbone_tune), so the "
-                "tree loss would teach nothing"
-            )
-        # Weight 0 adds nothing at all: the step is the plain one, the loss only logged.
-        return label_loss + weight * tree_loss if weight else label_loss
+        loss, tree_loss = with_tree_loss(
+            self.cfg.model,
+            self.tree_loss,
+            model,
+            batch.inputs,
+            batch.tree_targets,
+            lambda: self._label_loss(model, batch),
+        )
+        self._loss_terms = {"tree_loss": tree_loss}
+        return loss
 
     def loss_terms(self) -> dict[str, torch.Tensor]:
         return self._loss_terms

@@ -83,7 +83,8 @@ class EncodedSet:
     Batches are bounded by tokens plus phrase nodes. ``labels``: the class id of each
     example, where its ``label`` is not one already. ``tree_loss``: a loss on hidden
     states from each sentence's tree (``models.tree_loss``), whose targets are made here
-    for every sentence that has a tree; a batch carries them where all its sentences do.
+    for every sentence that has a tree; a batch carries them where all its sentences do;
+    ``tree_around``: each sentence's tokens that are no word of its tree.
     """
 
     def __init__(
@@ -94,6 +95,7 @@ class EncodedSet:
         where: str = "data",
         labels: Sequence[int] | None = None,
         tree_loss: TreeLoss | None = None,
+        tree_around: int = 0,
     ) -> None:
         self.words = [ex.tokens for ex in examples]
         self.inputs = inputs
@@ -117,7 +119,7 @@ class EncodedSet:
         self.tree_loss = tree_loss
         self.tree_targets = (
             [
-                _tree_targets(tree_loss, ex, f"{where}: sentence {i + 1}")
+                _tree_targets(tree_loss, ex, f"{where}: sentence {i + 1}", tree_around)
                 for i, ex in enumerate(examples)
             ]
             if tree_loss is not None
@@ -140,14 +142,18 @@ class EncodedSet:
         return batch
 
 
-def _tree_targets(tree_loss: TreeLoss, example: LabeledSentence, where: str) -> Any:
-    """A tree loss's targets of one sentence, None where it has no tree."""
+def _tree_targets(
+    tree_loss: TreeLoss, example: LabeledSentence, where: str, around: int = 0
+) -> Any:
+    """A tree loss's targets of one sentence, None where it has no tree; ``around``: the
+    sentence's tokens that are no word of its tree (a language model's ``<s>``, ``</s>``)."""
     if example.tree is None:
         return None
     n_leaves = len(example.tree.leaves())
-    if n_leaves != len(example.tokens):
+    if n_leaves != len(example.tokens) - around:
         raise ValueError(
-            f"{where}: its tree has {n_leaves} words but the sentence has {len(example.tokens)}"
+            f"{where}: its tree has {n_leaves} words but the sentence has "
+            f"{len(example.tokens) - around}"
         )
     return tree_loss.targets(example.tree, where)
 

@@ -41,6 +41,8 @@ from treeattn.data.vocab import MASK, PAD, UNK, Vocab
 from treeattn.engine.config import Config, check_positive
 from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.models.inputs import SUBWORD_NODE, EncoderInputs
+from treeattn.models.registry import EncoderConfig, encoder_entry
+from treeattn.models.tree_loss import TreeLossSettings, with_tree_loss
 from treeattn.parsing.tree_source import PARSER, RIGHT_BRANCHING, TreeSource
 from treeattn.tasks.datasets import TextSettings, dataset_class, open_dataset, read_examples
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
@@ -83,6 +85,12 @@ class TextPieces:
     words: list[int]
 
 
+@dataclass
+class LmModel(EncoderConfig, TreeLossSettings):
+    """A language model's encoder (the registry's ``EncoderConfig``) and the loss on its
+    hidden states from each training sentence's tree (``TreeLossSettings``)."""
+
+
 class LanguageModelTask(Task):
     """A language model of raw text: the text data set, a vocabulary of words or pieces,
     and what ``treeattn.evaluation`` reads of a trained model.
@@ -99,6 +107,10 @@ class LanguageModelTask(Task):
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
+        # A loss on hidden states from the training trees (model.tree_loss), and the
+        # value it had in the last training batch, logged apart.
+        self.tree_loss = cfg.model.build_tree_loss()
+        self._loss_terms: dict[str, torch.Tensor] = {}
         self.vocab: Vocab | None = None
         self.subwords: Subwords | None = None
         self._pieces: dict[str, list[str]] = {}
@@ -123,12 +135,24 @@ class LanguageModelTask(Task):
             raise ValueError(
                 f"{where}: data.trees={d.trees!r}: choose null, {' or '.join(TREE_KINDS)}"
             )
+        m = cfg.model
+        if m.tree_loss is not None and d.trees is None:
+            raise ValueError(
+                f"{where}: model.tree_loss reads each training sentence's tree; set data.trees "
+                f"({' or '.join(TREE_KINDS)})"
+            )
+        m.check_tree_loss(where, encoder_entry(m.attention).module)
 
     # -- text and vocabulary ------------------------------------------------------------
 
     def _words_of(self, examples: Sequence[LabeledSentence]) -> list[LabeledSentence]:
         """The examples as the model reads them (the start token, where the task adds it)."""
         return list(examples)
+
+    @property
+    def words_around(self) -> tuple[int, int]:
+        """How many tokens ``_words_of`` puts before and after a sentence's words."""
+        return (0, 0)
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(open_dataset(self.cfg.data), source, False)
@@ -206,7 +230,36 @@ class LanguageModelTask(Task):
     def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
         pieces = self.as_pieces(examples)
         check_lengths(pieces, self.cfg.model.max_length, where)
-        return EncodedSet(pieces, self.vocab, input_encoder(self.cfg.model), where)
+        inputs = input_encoder(self.cfg.model)
+        around = sum(self.words_around)
+        return EncodedSet(
+            pieces, self.vocab, inputs, where, tree_loss=self.tree_loss, tree_around=around
+        )
+
+    # -- the loss ------------------------------------------------------------------------
+
+    def with_tree_loss(
+        self, model: nn.Module, batch: SentenceBatch, task_loss: Callable[[], torch.Tensor]
+    ) -> torch.Tensor:
+        """``task_loss()``, plus the weighted tree loss of the same pass's hidden states
+        where ``model.tree_loss`` names one (each tree over the words, between the
+        ``words_around`` them)."""
+        if self.tree_loss is None:
+            return task_loss()
+        loss, tree_loss = with_tree_loss(
+            self.cfg.model,
+            self.tree_loss,
+            model,
+            batch.inputs,
+            batch.tree_targets,
+            task_loss,
+            offset=self.words_around[0],
+        )
+        self._loss_terms = {"tree_loss": tree_loss}
+        return loss
+
+    def loss_terms(self) -> dict[str, torch.Tensor]:
+        return self._loss_terms
 
     # -- perplexity and predictions -----------------------------------------------------
 

@@ -20,9 +20,9 @@ from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
 from treeattn.engine.task import evaluating
 from treeattn.models.masked_lm import MaskedLanguageModel
-from treeattn.models.registry import EncoderConfig, build_encoder, check_encoder
+from treeattn.models.registry import build_encoder, check_encoder
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch
-from treeattn.tasks.language import MASKED, LanguageModelTask, LmData, start_tokens
+from treeattn.tasks.language import MASKED, LanguageModelTask, LmData, LmModel, start_tokens
 from treeattn.tasks.sentences import TEXT, LabeledSentence
 
 IGNORE = -100  # target of a position that is not predicted (cross_entropy's default)
@@ -121,7 +121,7 @@ class MaskedLMTask(LanguageModelTask):
     name = "mlm"
     datasets: ClassVar[tuple[str, ...]] = (TEXT,)  # the data sets read
     Data = MlmData
-    Model = EncoderConfig
+    Model = LmModel
     headline = ("perplexity",)
     lm_kind = MASKED
     activity = "masked language modelling"
@@ -162,6 +162,10 @@ class MaskedLMTask(LanguageModelTask):
         return start_tokens(examples) if self.cfg.data.start_token else list(examples)
 
     @property
+    def words_around(self) -> tuple[int, int]:
+        return (1 if self.cfg.data.start_token else 0, 0)
+
+    @property
     def lm_prefix(self) -> list[int]:
         return [self.vocab.index[START]] if self.cfg.data.start_token else []
 
@@ -170,11 +174,13 @@ class MaskedLMTask(LanguageModelTask):
 
     def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
         """Mean cross-entropy of one training batch's masked words (or pieces)."""
-        # A mechanism's training loss on the hidden states (tree regularization) is added
-        # to this one here, as the causal task's is.
         smoothing = self.cfg.train.label_smoothing
-        total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
-        return total / max(1, count)
+
+        def masked() -> torch.Tensor:
+            total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
+            return total / max(1, count)
+
+        return self.with_tree_loss(model, batch, masked)
 
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
         """Perplexity (exp of the mean cross-entropy per masked word or piece), always with
