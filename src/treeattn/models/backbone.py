@@ -1,9 +1,10 @@
-"""A pretrained BERT-family encoder as a backbone: PTB-tokenized words in, one vector per word.
+"""A pretrained encoder or decoder as a backbone: PTB-tokenized words in, one vector per word.
 
-``Backbone`` splits each word into pieces (``pieces.PieceSplitter``), runs ``[CLS] pieces
-[SEP]`` through the encoder (``bert.BertEncoder``) and pools the pieces of each word (its
-first piece, or their mean) from one layer or a learned scalar mix of layers. Its weights
-come from a local directory or the MiniLM package (``weights``).
+``Backbone`` splits the words into the model's pieces (``pieces.PieceSplitter``: by
+characters, as raw text), runs them through the model (a BERT on ``bert.BertEncoder``, any
+other family on ``transformers_encoder.TransformersEncoder``) and pools the pieces of each
+word (its first piece, or their mean) from one layer or a learned scalar mix of layers. Its
+weights come from a local directory or the MiniLM package (``weights``).
 
 >>> backbone = load_backbone("minilm")  # doctest: +SKIP
 >>> backbone([["The", "cat", "sat", "."]]).shape  # doctest: +SKIP
