@@ -172,3 +172,89 @@ def test_a_mixed_batch_loss_is_the_sum_of_its_sentences(joint_root):
     assert_close(loss([0, 1, 2, 3, 4, 5]), sum(alone))
     assert_close(loss([2, 4]), alone[2] + alone[4])
     assert_close(loss([0, 1, 2]) + loss([3, 4, 5]), loss([0, 1, 2, 3, 4, 5]))
+
+
+# ---------------------------------------------------------------- output
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def check_conllu(text: str, words: list[list[str]]) -> list:
+    """The CoNLL-U blocks of ``text`` read back by the strict reader (one root, heads in
+    range, no cycle: ``read_conllu`` refuses anything else), one per sentence of ``words``."""
+    from treeattn.trees.dependency import parse_conllu, tree_problem
+
+    trees = parse_conllu(text, "output", single_root=True)
+    assert [list(t.words) for t in trees] == words
+    for tree in trees:
+        assert tree_problem(tree.heads, single_root=True) is None
+        assert sum(h == 0 for h in tree.heads) == 1
+        assert all(0 <= h <= len(tree.heads) for h in tree.heads)
+    return trees
+
+
+@pytest.fixture
+def joint_parser(joint_root, tmp_path) -> Path:
+    """A tiny joint parser trained a few epochs on the toy treebanks, as a parser file."""
+    from tests.helpers import train
+    from treeattn.cli import main
+
+    run = tmp_path / "run"
+    settings = ["task=parse", "data.name=joint", f"data.root={joint_root}", *TINY]
+    settings += ["train.epochs=8", "train.lr=0.01", "train.warmup_steps=2", f"out_dir={run}"]
+    results = train(load_config(None, settings))
+    for key in ("f1", "uas", "las", "tagging_ptb", "tagging_ud"):
+        assert f"test_{key}" in results
+    path = tmp_path / "joint.safetensors"
+    assert main(["export-parser", str(run / "best.pt"), str(path)]) == 0
+    return path
+
+
+def test_a_joint_parser_gives_ud_by_default_and_the_tree_on_request(joint_parser, tmp_path, capsys):
+    from treeattn.cli import main
+    from treeattn.parsing import Parser
+
+    parser = Parser.load(joint_parser, device="cpu")
+    assert parser.ud and parser.constituency and parser.default_dependencies == "ud"
+    parsed = parser.parse("Can dogs run?")
+    assert parsed.dependencies is parsed.ud
+    assert parsed.ud.metadata["scheme"].startswith("Universal Dependencies (ud-en-ewt)")
+    assert parsed.tree_dependencies.metadata["scheme"].startswith("head-rule dependencies")
+    assert set(parsed.ud.relations) <= set(parser.vocab.rels.names)
+    assert parser.parse("Can dogs run?", dependencies="tree").dependencies.heads == (
+        parsed.tree_dependencies.heads
+    )
+
+    inputs = tmp_path / "in.txt"
+    inputs.write_text("Can dogs run?\nVisit (us) today, don't you?\n")
+    words = [
+        ["Can", "dogs", "run", "?"],
+        ["Visit", "(", "us", ")", "today", ",", "do", "n't", "you", "?"],
+    ]
+    capsys.readouterr()
+    for scheme, comment in (("ud", "Universal Dependencies"), ("tree", "head-rule")):
+        args = ["parse", "--model", str(joint_parser), "--format", "conllu"]
+        assert main([*args, "--dependencies", scheme, str(inputs)]) == 0
+        trees = check_conllu(capsys.readouterr().out, words)
+        assert all(t.metadata["scheme"].startswith(comment) for t in trees)
+    assert main(["parse", "--model", str(joint_parser), "--format", "conllu", str(inputs)]) == 0
+    default = check_conllu(capsys.readouterr().out, words)
+    assert all(t.metadata["scheme"].startswith("Universal Dependencies") for t in default)
+
+
+def test_the_shipped_fast_parser_parses_as_it_did(capsys):
+    """An old parser file loads and writes the same CoNLL-U, byte for byte, as before."""
+    from treeattn.cli import main
+    from treeattn.parsing import Parser
+
+    inputs = FIXTURES / "fast-parser-input.txt"
+    assert main(["parse", "--model", "fast", "--format", "conllu", str(inputs)]) == 0
+    out = capsys.readouterr().out
+    assert out == (FIXTURES / "fast-parser-conllu.txt").read_text(encoding="utf-8")
+    parser = Parser.load("fast", device="cpu")
+    assert not parser.ud and parser.default_dependencies == "tree"
+    parsed = parser.parse("The cat sat.")
+    assert parsed.ud is None and parsed.dependencies == parsed.tree_dependencies
+    with pytest.raises(ValueError, match="has no Universal Dependencies"):
+        parser.parse("The cat sat.", dependencies="ud")

@@ -31,7 +31,17 @@ from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import pick_device
 from treeattn.parsing import deltas
 from treeattn.parsing.config import ParserConfig
-from treeattn.parsing.decoding import FROM_TREE, INDEPENDENT, parse_all, training_treebank
+from treeattn.parsing.decoding import (
+    FROM_TREE,
+    INDEPENDENT,
+    SCHEMES,
+    TREE,
+    UD,
+    arcs_are_ud,
+    parse_all,
+    training_treebank,
+    tree_dependencies,
+)
 from treeattn.parsing.encoding import ParseSet, encode
 from treeattn.parsing.examples import unparsed_example
 from treeattn.parsing.network import LabelAttentionParser
@@ -60,11 +70,17 @@ TASK = "parse"  # the task of the training runs whose checkpoints are parsers
 @dataclass
 class Parse:
     """One sentence's words, constituency tree (None for a dependency-only model) and
-    dependency tree (predicted tags as XPOS)."""
+    dependency tree in the scheme asked for (predicted tags as XPOS; its ``scheme``
+    metadata names it). Beside it, both schemes where the parser has them: ``ud``, the
+    Universal Dependencies of a parser trained on them (joint or UD-only), and
+    ``tree_dependencies``, the head-rule conversion of ``tree``, which agrees with the
+    brackets."""
 
     words: list[str]
     tree: Tree | None
     dependencies: DependencyTree
+    ud: DependencyTree | None = None
+    tree_dependencies: DependencyTree | None = None
 
 
 class Parser:
@@ -97,6 +113,27 @@ class Parser:
     def constituency(self) -> bool:
         """Whether it gives constituency trees (else dependency trees only)."""
         return self.vocab.constituency
+
+    @property
+    def treebank(self) -> str:
+        """What it was trained on: ``ptb-sample``, ``ud-en-ewt``, ``joint``, a file's name."""
+        return training_treebank(self.run_config.get("data") or {})
+
+    @property
+    def ud(self) -> bool:
+        """Whether its own arcs are Universal Dependencies (trained on UD, alone or jointly
+        with trees)."""
+        return arcs_are_ud(self.treebank)
+
+    @property
+    def default_dependencies(self) -> str:
+        """``ud`` for a parser whose arcs are Universal Dependencies (what spaCy, stanza and
+        the CoNLL 2018 scorer read), else ``tree`` for a constituency parser (its arcs are
+        PHRASE/CHILD pairs of head rules; the tree's conversion agrees with the brackets),
+        else ``independent`` (a dependency-only parser's own arcs)."""
+        if self.ud:
+            return UD
+        return TREE if self.constituency else INDEPENDENT
 
     @property
     def max_tokens(self) -> int:
@@ -261,10 +298,13 @@ class Parser:
         hold several gets a warning naming it; with ``split_sentences`` each string is cut
         into its sentences first, each parsed apart (a string alone then gives a list too).
 
-        ``dependencies``: ``"from-tree"`` (the default for a constituency parser) converts
-        each predicted tree by the head rules of the training data, so that the two agree;
-        ``"independent"`` (a dependency-only parser's only kind) decodes the parser's own
-        arcs apart from the tree. Each dependency tree names its scheme in its metadata."""
+        ``dependencies``: ``"ud"`` (the default for a parser trained on Universal
+        Dependencies: ``ud``) its UD arcs; ``"tree"`` (or ``"from-tree"``, the default for
+        any other constituency parser) converts each predicted tree by the head rules of
+        the PTB, so that the two agree; ``"independent"`` decodes the parser's own arcs
+        apart from the tree, whatever they learned. Each dependency tree names its scheme
+        in its metadata; ``Parse.ud`` and ``Parse.tree_dependencies`` hold both schemes
+        where the parser has them."""
         sentences = _sentences_argument(sentences)
         if isinstance(sentences, str):
             single = [sentences]
@@ -274,10 +314,21 @@ class Parser:
                 )
             return self.parse(single, progress, where, dependencies=dependencies)[0]
         sentences = _one_a_sentence(sentences, where, split_sentences)
-        if dependencies is None:
-            dependencies = FROM_TREE if self.constituency else INDEPENDENT
-        elif dependencies == FROM_TREE and not self.constituency:
+        asked = self.default_dependencies if dependencies is None else dependencies
+        if asked not in (*SCHEMES, FROM_TREE, INDEPENDENT):
+            raise ValueError(
+                f"dependencies={asked!r}; one of {UD}, {TREE}, {FROM_TREE}, {INDEPENDENT}"
+            )
+        if asked == UD and not self.ud:
+            raise ValueError(
+                f"a parser trained on {self.treebank} has no Universal Dependencies; "
+                f"use dependencies={TREE!r}"
+            )
+        dependencies = SCHEMES.get(asked, asked)
+        if dependencies == FROM_TREE and not self.constituency:
             raise ValueError("a dependency-only parser has no tree to take dependencies from")
+        # A UD parser's arcs are decoded whatever is asked, so that ``Parse.ud`` holds them.
+        decoded = INDEPENDENT if self.ud else dependencies
         words = self.words(sentences, where)
         data = self.encode(words)
         parsed = parse_all(
@@ -287,10 +338,19 @@ class Parser:
             self.device,
             self.max_tokens,
             progress=progress,
-            dependencies=dependencies,
-            treebank=training_treebank(self.run_config.get("data") or {}),
+            dependencies=decoded,
+            treebank=self.treebank,
         )
-        return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
+        out = []
+        for w, (tree, deps) in zip(words, parsed, strict=True):
+            ud = deps if self.ud else None
+            from_tree = None
+            if tree is not None:
+                same = decoded == FROM_TREE
+                from_tree = deps if same else tree_dependencies(tree, list(deps.xpos))
+            chosen = from_tree if dependencies == FROM_TREE else deps
+            out.append(Parse(w, tree, chosen, ud, from_tree))
+        return out
 
 
 def _sentences_argument(sentences: Any) -> str | Sequence[str | Sequence[str]]:
