@@ -227,19 +227,25 @@ def test_a_joint_parser_gives_ud_by_default_and_the_tree_on_request(joint_parser
     )
 
     inputs = tmp_path / "in.txt"
-    inputs.write_text("Can dogs run?\nVisit (us) today, don't you?\n")
+    inputs.write_text("Can dogs run?\nVisit (us) today, don't you?\ne-mail the Coca-Cola team!!\n")
     words = [
         ["Can", "dogs", "run", "?"],
         ["Visit", "(", "us", ")", "today", ",", "do", "n't", "you", "?"],
     ]
+    # Words as EWT cuts them where the output is UD, as the Penn Treebank where it is not.
+    ud_words = [*words, ["e-mail", "the", "Coca", "-", "Cola", "team", "!!"]]
+    ptb_words = [*words, ["e-mail", "the", "Coca-Cola", "team", "!", "!"]]
     capsys.readouterr()
-    for scheme, comment in (("ud", "Universal Dependencies"), ("tree", "head-rule")):
+    for scheme, comment, cut in (
+        ("ud", "Universal Dependencies", ud_words),
+        ("tree", "head-rule", ptb_words),
+    ):
         args = ["parse", "--model", str(joint_parser), "--format", "conllu"]
         assert main([*args, "--dependencies", scheme, str(inputs)]) == 0
-        trees = check_conllu(capsys.readouterr().out, words)
+        trees = check_conllu(capsys.readouterr().out, cut)
         assert all(t.metadata["scheme"].startswith(comment) for t in trees)
     assert main(["parse", "--model", str(joint_parser), "--format", "conllu", str(inputs)]) == 0
-    default = check_conllu(capsys.readouterr().out, words)
+    default = check_conllu(capsys.readouterr().out, ud_words)
     assert all(t.metadata["scheme"].startswith("Universal Dependencies") for t in default)
 
 
@@ -258,3 +264,50 @@ def test_the_shipped_fast_parser_parses_as_it_did(capsys):
     assert parsed.ud is None and parsed.dependencies == parsed.tree_dependencies
     with pytest.raises(ValueError, match="has no Universal Dependencies"):
         parser.parse("The cat sat.", dependencies="ud")
+
+
+# ---------------------------------------------------------------- words as EWT cuts them
+
+
+TEXT = (
+    "Coca-Cola's e-mail and/or 713-853-3989 at https://x.com/a-b wow!! :) #tags Iran’s "
+    "back.. don’t (self-driven) l/c"
+)
+
+
+def test_ud_tokens_cut_compounds_and_keep_runs_whole_as_ewt_does():
+    from treeattn.trees.tokenize import tokenize, tokenize_with_offsets
+
+    assert tokenize(TEXT, "ud") == [
+        *["Coca", "-", "Cola", "'s", "e-mail", "and", "/", "or", "713-853-3989", "at"],
+        *["https://x.com/a-b", "wow", "!!", ":-RRB-", "#tags", "Iran", "’s", "back", ".."],
+        *["do", "n’t", "-LRB-", "self", "-", "driven", "-RRB-", "l/c"],
+    ]
+    # The Penn Treebank's own cut is left as it was.
+    assert tokenize(TEXT) == [
+        *["Coca-Cola", "'s", "e-mail", "and/or", "713-853-3989", "at", "https://x.com/a-b"],
+        *["wow", "!", "!", ":", "-RRB-", "#", "tags", "Iran’s", "back..", "don’t", "-LRB-"],
+        *["self-driven", "-RRB-", "l/c"],
+    ]
+    for token in tokenize_with_offsets(TEXT, "ud"):  # every word keeps its place
+        assert TEXT[token.start : token.end] == token.form
+    with pytest.raises(ValueError, match="scheme='spacy'"):
+        tokenize(TEXT, "spacy")
+
+
+def test_ewt_dev_sentences_tokenize_as_its_gold_words(shared_data):
+    """The count docs/RESULTS.md gives: EWT dev's raw sentences (``# text``) whose words
+    come out exactly as EWT's (syntactic words, contractions split)."""
+    from treeattn.data.ud import load_ud
+    from treeattn.trees.tokenize import tokenize_with_offsets
+
+    trees = load_ud("dev", root=shared_data)
+
+    def same(scheme: str) -> int:
+        return sum(
+            [t.form for t in tokenize_with_offsets(tree.metadata["text"], scheme)]
+            == list(tree.words)
+            for tree in trees
+        )
+
+    assert (same("ptb"), same("ud"), len(trees)) == (1696, 1842, 2001)

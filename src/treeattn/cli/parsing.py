@@ -70,7 +70,9 @@ def _parse(args: argparse.Namespace) -> int:
         parser = Parser.load(args.model, int8=args.int8)
         if args.format == "brackets" and not parser.constituency:
             raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
-        sentences = line_sentences(lines, where, args.split_sentences, args.tokenized)
+        # Words as UD English EWT cuts them where the output is UD, else as the PTB.
+        scheme = "ptb" if args.format == "brackets" else parser.token_scheme(args.dependencies)
+        sentences = line_sentences(lines, where, args.split_sentences, args.tokenized, scheme)
         for sentence in sentences:  # checked here to name the input line, not the sentence
             place = sentence.place(where, args.split_sentences)
             if not sentence.tokens:

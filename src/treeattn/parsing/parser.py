@@ -48,6 +48,8 @@ from treeattn.parsing.network import LabelAttentionParser
 from treeattn.parsing.vocab import ParserVocab
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
+from treeattn.trees.tokenize import PTB as PTB_TOKENS
+from treeattn.trees.tokenize import UD as UD_TOKENS
 from treeattn.trees.tokenize import escape, sentence_spans, tokenize
 from treeattn.trees.tree import WHITESPACE
 
@@ -134,6 +136,13 @@ class Parser:
         if self.ud:
             return UD
         return TREE if self.constituency else INDEPENDENT
+
+    def token_scheme(self, dependencies: str | None = None) -> str:
+        """How raw text is cut into words for output in ``dependencies`` (None: the
+        default): as UD English EWT cuts them (``ud``) where the output is Universal
+        Dependencies, so that it can be scored against EWT; else as the Penn Treebank."""
+        asked = self.default_dependencies if dependencies is None else dependencies
+        return UD_TOKENS if self.ud and SCHEMES.get(asked, asked) == INDEPENDENT else PTB_TOKENS
 
     @property
     def max_tokens(self) -> int:
@@ -225,16 +234,19 @@ class Parser:
         return {f"backbone.encoder.{k}": v for k, v in backbone.encoder.source_state(files).items()}
 
     def words(
-        self, sentences: Sequence[str | Sequence[str]], where: str = "input"
+        self,
+        sentences: Sequence[str | Sequence[str]],
+        where: str = "input",
+        scheme: str = PTB_TOKENS,
     ) -> list[list[str]]:
-        """Each sentence's words: a string tokenized (``tokenize``), a list of words as it
-        is (brackets escaped, ``escape``). An empty sentence, a word that is empty or holds
-        white space, or a sentence over ``max_length`` words is an error naming ``where``
-        and the sentence's number."""
+        """Each sentence's words: a string tokenized (``tokenize``, cut as ``scheme``
+        says), a list of words as it is (brackets escaped, ``escape``). An empty sentence,
+        a word that is empty or holds white space, or a sentence over ``max_length`` words
+        is an error naming ``where`` and the sentence's number."""
         out = []
         for number, sentence in enumerate(sentences, start=1):
             if isinstance(sentence, str):
-                words = tokenize(sentence)
+                words = tokenize(sentence, scheme)
             elif isinstance(sentence, Sequence) and all(isinstance(w, str) for w in sentence):
                 words = escape(sentence)
             else:
@@ -304,7 +316,9 @@ class Parser:
         the PTB, so that the two agree; ``"independent"`` decodes the parser's own arcs
         apart from the tree, whatever they learned. Each dependency tree names its scheme
         in its metadata; ``Parse.ud`` and ``Parse.tree_dependencies`` hold both schemes
-        where the parser has them."""
+        where the parser has them. Raw text is cut into words as UD English EWT cuts it
+        where Universal Dependencies are asked for (``token_scheme``), else as the Penn
+        Treebank."""
         sentences = _sentences_argument(sentences)
         if isinstance(sentences, str):
             single = [sentences]
@@ -329,7 +343,7 @@ class Parser:
             raise ValueError("a dependency-only parser has no tree to take dependencies from")
         # A UD parser's arcs are decoded whatever is asked, so that ``Parse.ud`` holds them.
         decoded = INDEPENDENT if self.ud else dependencies
-        words = self.words(sentences, where)
+        words = self.words(sentences, where, self.token_scheme(asked))
         data = self.encode(words)
         parsed = parse_all(
             self.model,
