@@ -246,6 +246,12 @@ def test_a_joint_parser_gives_ud_by_default_and_the_tree_on_request(joint_parser
         assert all(t.metadata["scheme"].startswith(comment) for t in trees)
     assert main(["parse", "--model", str(joint_parser), "--format", "conllu", str(inputs)]) == 0
     default = check_conllu(capsys.readouterr().out, ud_words)
+
+    # Models that read trees get them over Penn Treebank words, whatever the parser's default.
+    from treeattn.parsing.sentence_trees import sentence_trees
+
+    words_of_trees, _ = sentence_trees(["e-mail the Coca-Cola team!!"], parser)
+    assert words_of_trees == [ptb_words[-1]]
     assert all(t.metadata["scheme"].startswith("Universal Dependencies") for t in default)
 
 
