@@ -23,11 +23,17 @@ ROOT = Path(__file__).parents[1]
         "translation",
         "tree_dependencies",
         "injection",
+        "tree_regularization",
+        "spacy_speed",
+        "lm_speed",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
-    if script in ("translation", "tree_dependencies"):
-        request.getfixturevalue("shared_data")  # Multi30k, the PTB sample; skips without them
+    if script in ("translation", "tree_dependencies", "spacy_speed", "lm_speed"):
+        # Multi30k, the PTB sample, BLiMP; skips without them
+        request.getfixturevalue("shared_data")
+    if script == "spacy_speed":
+        pytest.importorskip("spacy", reason="spaCy not installed (the extra treeattn[spacy])")
     command = [sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)]
     env = {**os.environ, "TREEATTN_CACHE": str(tmp_path / "cache")}
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300, env=env)
@@ -48,6 +54,11 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         scores = results["results"]["fast"]
         assert scores["ptb_test"]["one_outside_from-tree"] == 100.0
         assert scores["multi30k_val"]["one_outside_from-tree"] == 100.0
+    if script == "spacy_speed":  # the component's trees are the parser's
+        for counts in results["agreement"].values():
+            assert counts["same_tree"] == counts["sentences"] == counts["component_sentences"]
+            assert counts["same_dependencies"] == counts["tokens_are_words"] > 0
+        assert results["agreement"]["PTB test"]["same_as_cli"] == 20
     if script == "parser_chart":
         # Batched and one sentence at a time give the same loss (the library rows, when
         # installed, are reported, not asserted).

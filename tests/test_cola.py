@@ -233,9 +233,9 @@ def test_a_run_reports_mcc_and_accuracy_on_both_held_out_splits(shared_data, tmp
 CONFIGS = sorted(Path(__file__).parent.parent.glob("configs/cola-minilm-*.yaml"))
 
 
-def test_the_cola_configs_hold_four_mechanisms_on_the_sst_schedule():
+def test_the_cola_configs_hold_five_mechanisms_on_the_sst_schedule():
     names = {path.stem for path in CONFIGS}
-    mechanisms = ("vanilla", "distance", "constituent", "hierarchical")
+    mechanisms = ("vanilla", "distance", "constituent", "hierarchical", "tree-regularization")
     assert names == {f"cola-minilm-{m}" for m in mechanisms}
     for path in CONFIGS:
         cfg = load_config(path)
@@ -249,7 +249,8 @@ def test_the_cola_configs_hold_four_mechanisms_on_the_sst_schedule():
             "auto",
             3,
         ), path
-        assert m.attention == path.stem.split("-minilm-")[1]
+        mechanism = path.stem.split("-minilm-")[1]
+        assert mechanism in (m.attention, m.tree_loss)
 
 
 def test_parser_trees_of_raw_sentences_are_logged_and_made_as_sst_s(tmp_path, monkeypatch, capsys):

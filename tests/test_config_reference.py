@@ -7,8 +7,8 @@ third (compared with the code's when it is one value in backticks, read as YAML)
 belongs to the heading above it, whose names in backticks say whose keys it lists: data
 sets for ``data.*`` keys (or the task, for a task with one data section whatever it
 reads), tasks for ``model.*`` keys, mechanisms for ``model.attention_options.*`` keys (on
-a pretrained backbone when the heading says "backbone"). Top-level and ``train.*`` keys
-need no name.
+a pretrained backbone when the heading says "backbone"), losses for
+``model.tree_loss_options.*`` keys. Top-level and ``train.*`` keys need no name.
 
 The keys are taken from a fresh interpreter, so that what the tests register themselves
 (``tests/toy_mechanism.py``) is not asked for: the doc covers what the package registers.
@@ -34,6 +34,7 @@ BACKBONE = "on a backbone"
 # The kinds of key, by prefix, longest first: each names its sections by what they belong to.
 KINDS = (
     ("model.attention_options.", "mechanism"),
+    ("model.tree_loss_options.", "loss"),
     ("model.", "task"),
     ("data.", "data set"),
     ("train.", ""),
@@ -58,7 +59,9 @@ def _keys(cls: type, prefix: str) -> dict[str, list[Any]]:
 def code_sections() -> Sections:
     """Every config section the package has, with its keys: the engine's, each task's data
     section (per data set where it lists them) and model section, and each registered
-    mechanism's options (apart on a pretrained backbone where they differ there)."""
+    mechanism's options (apart on a pretrained backbone where they differ there), and each
+    loss mechanism's options."""
+    from treeattn.attention.registry import loss_names, mechanism_capabilities
     from treeattn.engine.config import Config, TrainConfig
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import task_class, task_names
@@ -83,6 +86,9 @@ def code_sections() -> Sections:
         inside = _keys(encoder_entry(name, backbone=True).options, prefix)
         if inside != plain:
             sections[("mechanism " + BACKBONE, name)] = inside
+    for name in loss_names():
+        options = mechanism_capabilities(name).loss.Options
+        sections[("loss", name)] = _keys(options, "model.tree_loss_options.")
     return sections
 
 

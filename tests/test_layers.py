@@ -25,7 +25,7 @@ LAYERS = (
     ("models",),
     ("parsing",),
     ("tasks",),
-    ("analysis", "demo"),
+    ("analysis", "demo", "integrations", "evaluation"),
     ("cli",),
 )
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}

@@ -30,6 +30,7 @@ _EXPORTS = {
     "TransformerEncoder": "treeattn.models.encoder",
     "load_backbone": "treeattn.models.backbone",
     "inject_syntax": "treeattn.models.syntax_injection",
+    "TreeRegularizer": "treeattn.models.tree_loss",
     "load_config": "treeattn.tasks",
     "make_task": "treeattn.tasks",
     "train": "treeattn.engine.trainer",

@@ -10,7 +10,10 @@ mechanisms that act in some layers only.
 Besides its layer, a mechanism declares what else it can do (``Capabilities``): its
 one-line description, an edit of a pretrained encoder's heads (``inject_syntax``), what
 the viewer captures and draws, and the analyses that apply to it. The demo, the viewer,
-the analyses and ``inject_syntax`` ask the registry and never name a mechanism.
+the analyses and ``inject_syntax`` ask the registry and never name a mechanism. A
+mechanism that is a training loss alone, with no layer (tree regularization), declares
+its capabilities by name (``declare_capabilities``) with a ``loss``; ``loss_names``
+lists those.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from typing import Any
 from torch import nn
 
 LAYER = "layer"
+# Context key: True in a causal language model's passes, where no position may see a
+# later one; only a mechanism that declares ``Capabilities.causal`` reads it.
+CAUSAL = "causal"
 
 
 class Reads(str, Enum):
@@ -57,7 +63,10 @@ class Capabilities:
     chosen heads of a pretrained encoder, a ``SyntaxInjection`` subclass
     (``attention.injection``). ``view``: what the viewer captures and draws, a
     ``MechanismView`` (``attention.inspection``). ``analyses``: the names in ``ANALYSES``
-    that apply to its models.
+    that apply to its models. ``loss``: a loss on chosen layers' hidden states from each
+    sentence's tree, added to a task's loss with a weight (a class shaped as
+    ``attention.tree_loss.TreeLoss``). ``causal``: its layer honours ``context[CAUSAL]`` (no
+    position sees a later one), so that a causal language model may use it.
     """
 
     description: str = ""
@@ -65,6 +74,8 @@ class Capabilities:
     injection: Any = None
     view: Any = None
     analyses: frozenset[str] = frozenset()
+    loss: Any = None
+    causal: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.analyses) - set(ANALYSES)
@@ -120,8 +131,8 @@ def attention_reads(name: str) -> frozenset[Reads]:
 
 
 def declare_capabilities(name: str, capabilities: Capabilities) -> None:
-    """Record what a whole encoder (``models.registry.register_encoder``) can do, beside
-    the attention mechanisms' own."""
+    """Record what a mechanism that is no attention layer can do, beside the attention
+    mechanisms' own: a whole encoder (``models.registry.register_encoder``) or a loss."""
     if name in _CAPABILITIES:
         raise ValueError(f"a mechanism named {name!r} is already registered")
     _CAPABILITIES[name] = capabilities
@@ -133,6 +144,12 @@ def mechanism_capabilities(name: str) -> Capabilities:
         known = ", ".join(sorted(_CAPABILITIES))
         raise KeyError(f"unknown mechanism {name!r}; known: {known}")
     return _CAPABILITIES[name]
+
+
+def loss_names() -> list[str]:
+    """The mechanisms that are a training loss (``Capabilities.loss``), in the order
+    registered."""
+    return [name for name, found in _CAPABILITIES.items() if found.loss is not None]
 
 
 def capabilities_of(module: nn.Module) -> Capabilities | None:

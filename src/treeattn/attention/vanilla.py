@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import Capabilities, register_attention
+from treeattn.attention.registry import CAUSAL, Capabilities, register_attention
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -33,9 +33,23 @@ def attention_probs(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor) -> tor
     return (scores + bias).softmax(-1)
 
 
+def self_allowed(pad_mask: torch.Tensor, context: dict | None) -> torch.Tensor:
+    """(B, 1, 1, n) every query sees the real keys; (B, 1, n, n) in a causal pass
+    (``context[CAUSAL]``), only those at or before it. With padding at the end, every
+    query keeps at least the first key."""
+    allowed = ~pad_mask[:, None, None, :]
+    if context and context.get(CAUSAL):
+        n = pad_mask.shape[1]
+        earlier = torch.ones(n, n, dtype=torch.bool, device=pad_mask.device).tril()
+        allowed = allowed & earlier
+    return allowed
+
+
 @register_attention(
     "vanilla",
-    capabilities=Capabilities("the plain Transformer: scaled dot-product self-attention"),
+    capabilities=Capabilities(
+        "the plain Transformer: scaled dot-product self-attention", causal=True
+    ),
 )
 class VanillaSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
@@ -52,7 +66,7 @@ class VanillaSelfAttention(nn.Module):
     ) -> torch.Tensor:
         """x: (B, n, d); pad_mask: (B, n), True at padding. Returns (B, n, d)."""
         q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))
-        allowed = ~pad_mask[:, None, None, :]  # (B, 1, 1, n): every query sees real keys
+        allowed = self_allowed(pad_mask, context)
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=allowed, dropout_p=self.dropout if self.training else 0.0
         )
@@ -64,4 +78,4 @@ class VanillaSelfAttention(nn.Module):
         """(B, H, n, n) the probabilities ``forward(x, pad_mask)`` mixes values with (before
         dropout), for looking inside: the fused kernel above does not return them."""
         q, k, _ = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))
-        return attention_probs(q, k, ~pad_mask[:, None, None, :])
+        return attention_probs(q, k, self_allowed(pad_mask, context))

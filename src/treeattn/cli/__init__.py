@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from treeattn.cli import analysis, cache, data, parsing, training, translation
+from treeattn.cli import analysis, cache, data, lm_eval, parsing, training, translation
 from treeattn.cli.status import BAD_INPUT, STATUS_HELP, run_command
 
 __all__ = ["build_parser", "main"]
@@ -19,7 +19,8 @@ listed by `treeattn mechanisms`) on a task (classify, mlm, parse, translate),
 parse raw text with the label attention parser, translate with a trained
 model, look at what models learned (attention maps, latent trees, induced
 constituency trees, label attention heads, cross-attention on phrase nodes),
-read and score parse trees, and run the built-in ListOps demo.
+score language models on BLiMP, SyntaxGym and agreement, read and score parse
+trees, and run the built-in ListOps demo.
 """
 
 EPILOG = f"""\
@@ -38,6 +39,7 @@ examples:
   treeattn constituent-prior runs/text-constituent/best.pt "the cat sat"
   treeattn view runs/sst5-hierarchical/best.pt sentences.txt -o page.html
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
+  treeattn lm-eval runs/lm-causal/best.pt -o scores.json --plot blimp.png
   treeattn evalb gold.mrg predicted.txt
   treeattn show "$TREEATTN_DATA/sst/dev.txt" --limit 2
   treeattn cache clear
@@ -65,6 +67,7 @@ COMMANDS = (
     analysis.add_induce_curve,
     analysis.add_constituent_prior,
     analysis.add_view,
+    lm_eval.add_lm_eval,
     parsing.add_evalb,
     parsing.add_show,
     cache.add_cache,

@@ -14,10 +14,10 @@ from treeattn.cli.text import several_sentences, warn_several_sentences
 
 # Written out so that --help need not load the task registry (and torch); a test holds
 # them to the registry (``treeattn mechanisms`` prints it).
-TASKS = "classify, mlm, parse or translate"
+TASKS = "classify, mlm, causal-lm, parse or translate"
 SPLITS = (
-    "classify, mlm and parse: train, dev, test (classify on cola: train, dev, in_domain, "
-    "out_of_domain); "
+    "classify, mlm, causal-lm and parse: train, dev, test (classify on cola: train, dev, "
+    "in_domain, out_of_domain); "
     "translate: train, val, test_2016_flickr, test_2017_flickr"
 )
 
@@ -89,9 +89,11 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         "positive; SST-2: negative, positive); for models that read trees, words are parsed "
         "first (--parser, --trees). translate: a sentence gives its translation (parsed "
         "first where the encoder reads trees). mlm: a sentence with <mask> words (split on "
-        "spaces) gives the sentence with them filled in. parse: a sentence gives its tree "
-        "(--format brackets, the default for constituency models, or conllu). A line is one "
-        "item: a line that seems to hold several sentences gets a warning naming file:line.",
+        "spaces) gives the sentence with them filled in. causal-lm: a sentence (split on "
+        "spaces) gives its log-probability, tokens and perplexity as JSON. parse: a "
+        "sentence gives its tree (--format brackets, the default for constituency models, "
+        "or conllu). A line is one item: a line that seems to hold several sentences gets "
+        "a warning naming file:line.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt written by `treeattn train`")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
@@ -101,7 +103,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         default="",
         help="output format. classify: label (the default), probabilities (every class's "
         "probability, NAME=P fields separated by tabs) or jsonl (a JSON object a line: "
-        "input, label, probabilities); parse: brackets or conllu; mlm: lines",
+        "input, label, probabilities); parse: brackets or conllu; mlm: lines; causal-lm: jsonl",
     )
     add_tree_options(p)
     p.set_defaults(run=_predict)
@@ -186,10 +188,12 @@ def _demo(args: argparse.Namespace) -> int:
 def add_mechanisms(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "mechanisms",
-        help="list the attention mechanisms, tree encoders and tasks a config can name",
+        help="list the attention mechanisms, tree encoders, tree losses and tasks a config "
+        "can name",
         description="Every value model.attention takes, as registered (what each reads "
         "of a sentence besides its tokens, what it gives back, its attention_options with "
-        "their defaults), and every task with its data sets and splits.",
+        "their defaults), every value model.tree_loss takes (with its tree_loss_options), "
+        "and every task with its data sets and splits.",
     )
     p.set_defaults(run=_mechanisms)
 
@@ -197,13 +201,17 @@ def add_mechanisms(sub: argparse._SubParsersAction) -> None:
 def _mechanisms(args: argparse.Namespace) -> int:
     from dataclasses import MISSING, fields
 
+    from treeattn.attention.registry import loss_names, mechanism_capabilities
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import load_config, make_task, task_class, task_names
 
     def options(entry) -> str:
+        return defaults(entry.options)
+
+    def defaults(options_class: type) -> str:
         shown = [
             f.name if f.default is MISSING else f"{f.name}={f.default}"
-            for f in fields(entry.options)
+            for f in fields(options_class)
         ]
         return ", ".join(shown) or "none"
 
@@ -222,6 +230,12 @@ def _mechanisms(args: argparse.Namespace) -> int:
             print(f"  {'':<14} inside a pretrained encoder: options {inside}")
         if capabilities.analyses:
             print(f"  {'':<14} analyses: {', '.join(sorted(capabilities.analyses))}")
+    print("\nmodel.tree_loss: a loss on hidden states from each sentence's tree (classify)")
+    print("  tree_loss_options")
+    for name in loss_names():
+        capabilities = mechanism_capabilities(name)
+        print(f"  {name:<20} {capabilities.description}")
+        print(f"  {'':<20} options {defaults(capabilities.loss.Options)}")
     print("\ntask (data.name; splits):")
     for name in task_names():
         task = make_task(load_config(None, [f"task={name}"]))

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import sentencepiece as spm
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+WORD_START = "\u2581"  # SentencePiece's mark of a piece that begins a word
 
 
 class Subwords:

@@ -182,6 +182,11 @@ class Task(ABC):
         """The scalar training loss of one batch (``train.label_smoothing`` applies to
         cross-entropy losses)."""
 
+    def loss_terms(self) -> dict[str, torch.Tensor]:
+        """Named parts of the last ``loss`` (detached scalars, a tree loss say), which the
+        trainer logs beside the training loss as ``train_<name>``; by default none."""
+        return {}
+
     @abstractmethod
     def evaluate(self, model: nn.Module, data: Encoded, device: torch.device) -> dict[str, Any]:
         """Metrics of ``data``, the selection metric among them."""

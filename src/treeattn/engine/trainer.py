@@ -92,16 +92,27 @@ class _LossMeter:
     def __init__(self, device: torch.device) -> None:
         self.total = torch.zeros((), device=device)
         self.count = 0
+        self.terms: dict[str, torch.Tensor] = {}  # the task's named parts (``loss_terms``)
 
-    def add(self, loss: torch.Tensor) -> None:
+    def add(self, loss: torch.Tensor, terms: dict[str, torch.Tensor] | None = None) -> None:
         self.total += loss.detach()
         self.count += 1
+        for name, value in (terms or {}).items():
+            if name not in self.terms:
+                self.terms[name] = torch.zeros((), device=self.total.device)
+            self.terms[name] += value.detach().float()
 
     def mean_and_reset(self) -> float:
         mean = self.total.item() / max(1, self.count)
         self.total.zero_()
         self.count = 0
         return mean
+
+    def term_means_and_reset(self, count: int) -> dict[str, float]:
+        """The named parts' means over ``count`` steps (read before ``mean_and_reset``)."""
+        means = {name: total.item() / max(1, count) for name, total in self.terms.items()}
+        self.terms = {}
+        return means
 
 
 def _replica_seed(seed: int, rank: int, step: int) -> int:
@@ -389,7 +400,7 @@ class Trainer:
             nn.utils.clip_grad_norm_(self.model.parameters(), cfg.train.clip_norm)
             self.optimizer.step()
             self.scheduler.step()
-            self.loss_meter.add(loss)
+            self.loss_meter.add(loss, self.task.loss_terms())
             progress.step_in_epoch += 1
             progress.global_step += 1
             step = progress.global_step
@@ -506,6 +517,7 @@ class Trainer:
         """Log the mean loss since the last call; a non-finite loss stops training before
         anything is saved from the broken weights."""
         step, epoch = self.progress.global_step, self.progress.epoch
+        terms = self.loss_meter.term_means_and_reset(self.loss_meter.count)
         mean_loss = self.loss_meter.mean_and_reset()
         if not math.isfinite(mean_loss):
             raise FloatingPointError(
@@ -516,5 +528,6 @@ class Trainer:
         bar.set_postfix(loss=f"{mean_loss:.3f}")
         if self.replica.is_main:
             record = {"step": step, "epoch": epoch, "train_loss": mean_loss}
+            record.update({f"train_{name}": value for name, value in terms.items()})
             record["lr"] = self.scheduler.get_last_lr()[0]
             _append_jsonl(self.out / METRICS, record)

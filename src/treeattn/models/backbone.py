@@ -1,9 +1,10 @@
-"""A pretrained BERT-family encoder as a backbone: PTB-tokenized words in, one vector per word.
+"""A pretrained encoder or decoder as a backbone: PTB-tokenized words in, one vector per word.
 
-``Backbone`` splits each word into pieces (``pieces.PieceSplitter``), runs ``[CLS] pieces
-[SEP]`` through the encoder (``bert.BertEncoder``) and pools the pieces of each word (its
-first piece, or their mean) from one layer or a learned scalar mix of layers. Its weights
-come from a local directory or the MiniLM package (``weights``).
+``Backbone`` splits the words into the model's pieces (``pieces.PieceSplitter``: by
+characters, as raw text), runs them through the model (a BERT on ``bert.BertEncoder``, any
+other family on ``transformers_encoder.TransformersEncoder``) and pools the pieces of each
+word (its first piece, or their mean) from one layer or a learned scalar mix of layers. Its
+weights come from a local directory or the MiniLM package (``weights``).
 
 >>> backbone = load_backbone("minilm")  # doctest: +SKIP
 >>> backbone([["The", "cat", "sat", "."]]).shape  # doctest: +SKIP
@@ -13,7 +14,7 @@ torch.Size([1, 4, 384])
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -87,6 +88,9 @@ class Backbone(nn.Module):
         self.sha256 = sha256
         self.mix = ScalarMix(len(chosen)) if len(chosen) > 1 else None
         self.output_size = encoder.config.hidden_size
+        # Called with every hidden state of each pass (``hidden_states``); a loss on them
+        # keeps those it reads (``models.tree_loss``).
+        self.state_watchers: list[Callable[[list[Tensor]], None]] = []
         for parameter in self._frozen_parameters():
             parameter.requires_grad_(False)
         self.train(True)
@@ -182,6 +186,8 @@ class Backbone(nn.Module):
     def vectors(self, batch: PieceBatch, syntax: LayerEdits | None = None) -> Tensor:
         """Word vectors (B, n, d), zero-padded, of a batch of pieces (``pieces``)."""
         states = self.hidden_states(batch, syntax)
+        for watch in self.state_watchers:
+            watch(states)
         chosen = [states[i] for i in self.layer_indices]
         mixed = chosen[0] if self.mix is None else self.mix(chosen)
         return self.pool(mixed, batch)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from treeattn.attention import build_attention
 from treeattn.attention.registry import LAYER
+from treeattn.attention.tree_loss import WordPositions, token_positions
 from treeattn.models.inputs import EncoderInputs
 
 
@@ -113,6 +115,10 @@ class TransformerEncoder(nn.Module):
             for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model)
+        # Called with every hidden state of each pass (B, n, d): 0 the embeddings with
+        # their positions (or the words read), i the output of layer i before the final
+        # norm; a loss on them keeps those it reads (``models.tree_loss``).
+        self.state_watchers: list[Callable[[list[torch.Tensor]], None]] = []
 
     def forward(
         self,
@@ -138,10 +144,19 @@ class TransformerEncoder(nn.Module):
         # One fresh context per pass, shared by its layers: a mechanism may hand state from
         # one layer to the next (the constituent links), never from one pass to another.
         context = dict(context or {})
+        watched = [x] if self.state_watchers else None
         for index, layer in enumerate(self.layers):
             context[LAYER] = index
             x = layer(x, pad_mask, context)
+            if watched is not None:
+                watched.append(x)
+        for watch in self.state_watchers:
+            watch(watched)
         return self.final_norm(x)
+
+    def state_positions(self, inputs: EncoderInputs) -> WordPositions:
+        """A state per token, a token per word."""
+        return token_positions(inputs.pad_mask)
 
     def encode_inputs(
         self, inputs: EncoderInputs, words: torch.Tensor | None = None

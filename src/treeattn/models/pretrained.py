@@ -17,6 +17,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from treeattn.attention.tree_loss import WordPositions, piece_positions
 from treeattn.models.backbone import Backbone
 from treeattn.models.inputs import EncoderInputs
 
@@ -147,6 +148,19 @@ class BackboneEncoder(nn.Module):
                 inputs.gaps, pieces.word_of_piece, pieces.pad_mask, lengths
             )
         return self.backbone.vectors(pieces, syntax)
+
+    @property
+    def state_watchers(self) -> list:
+        """The backbone's (``Backbone.state_watchers``): its hidden states over its pieces,
+        also with layers on top."""
+        return self.backbone.state_watchers
+
+    def state_positions(self, inputs: EncoderInputs) -> WordPositions:
+        """Each word's first and last piece (``[CLS]`` and ``[SEP]`` are no word's)."""
+        pieces = inputs.pieces
+        if pieces is None:
+            raise ValueError("a model on a pretrained backbone reads the batch's pieces")
+        return piece_positions(pieces.word_of_piece, pieces.first_piece, pieces.word_pad_mask)
 
     def encode_inputs(self, inputs: EncoderInputs) -> Any:
         words = self.word_vectors(inputs)

@@ -16,6 +16,7 @@ from typing import Any
 
 from treeattn.engine.config import Config, read_raw_config
 from treeattn.engine.task import Task
+from treeattn.tasks.causal_lm import CausalLMTask
 from treeattn.tasks.classify import ClassifyTask
 from treeattn.tasks.mlm import MaskedLMTask
 from treeattn.tasks.parse import ParseTask
@@ -46,6 +47,7 @@ register_task(ClassifyTask)
 register_task(MaskedLMTask)
 register_task(ParseTask)
 register_task(TranslateTask)
+register_task(CausalLMTask)
 
 
 def _named_task(raw: dict[str, Any]) -> str:

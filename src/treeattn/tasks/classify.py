@@ -33,6 +33,7 @@ from treeattn.models.registry import (
     check_encoder,
     encoder_entry,
 )
+from treeattn.models.tree_loss import TreeLossSettings, with_tree_loss
 from treeattn.parsing.tree_source import GOLD, TreeSource
 from treeattn.tasks.class_outputs import FORMATS, class_outputs
 from treeattn.tasks.datasets import (
@@ -62,9 +63,11 @@ SHARED_DATA_KEYS = frozenset(
 
 
 @dataclass
-class ClassifyModel(EncoderConfig, BackboneSettings):
+class ClassifyModel(EncoderConfig, BackboneSettings, TreeLossSettings):
     """The encoder (``model.attention``), on a pretrained backbone where ``backbone`` names
-    one (``BackboneSettings``; ``models.registry._on_backbone``), and the pooling."""
+    one (``BackboneSettings``; ``models.registry._on_backbone``), the pooling, and a loss
+    on the encoder's hidden states from each training sentence's tree where
+    ``tree_loss`` names one (``TreeLossSettings``)."""
 
     # auto: mean over tokens for Transformer encoders, the root for tree encoders; or
     # mean, first (token encoders), root, mean (tree encoders: the mean over nodes)
@@ -93,6 +96,10 @@ class ClassifyTask(Task):
         # checkpoint) the record of those a trained model learned from (``TreeSource``).
         self.tree_source: TreeSource = self.dataset.tree_source()
         self.trees: dict[str, str] | None = None
+        # A loss on hidden states from the training trees (``model.tree_loss``), and the
+        # named parts of the last training loss, logged apart.
+        self.tree_loss = cfg.model.build_tree_loss()
+        self._loss_terms: dict[str, torch.Tensor] = {}
         # Fixed by the data set, or (labeled files) the training labels, found by ``fit``.
         self.classes = list(self.dataset.classes or ())
 
@@ -138,6 +145,7 @@ class ClassifyTask(Task):
                 f"{where}: model.pooling={m.pooling!r} does not fit {m.attention}; "
                 f"use {', '.join(poolings)}"
             )
+        m.check_tree_loss(where, entry.module)
 
     @property
     def title(self) -> str:
@@ -172,9 +180,18 @@ class ClassifyTask(Task):
         """Whether the encoder reads each sentence's whole tree (its phrase nodes)."""
         return self._entry.reads_trees
 
+    @property
+    def _needs_trees(self) -> bool:
+        """Whether training needs each sentence's tree: the encoder reads it, or a tree
+        loss learns from it."""
+        return self._entry.needs_trees or self.tree_loss is not None
+
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
+        """The examples of ``source``; with trees where the encoder reads them, and for a
+        tree loss in the training split (evaluation needs none)."""
         examples, where = read_examples(self.dataset, source, self._whole_trees)
-        if self.tree_source.kind != GOLD and self._entry.needs_trees:
+        for_loss = self.tree_loss is not None and source == self.train_split
+        if self.tree_source.kind != GOLD and (self._entry.needs_trees or for_loss):
             found = self._source_trees([ex.tokens for ex in examples], where, cache=True)
             examples = [replace(ex, tree=tree) for ex, tree in zip(examples, found, strict=True)]
             parser = self.tree_source.parsed_with
@@ -186,6 +203,13 @@ class ClassifyTask(Task):
                     f"({parser['path']}, sha256 {parser['sha256'][:12]})",
                     file=sys.stderr,
                 )
+        if for_loss:
+            for i, ex in enumerate(examples):
+                if ex.tree is None:
+                    raise ValueError(
+                        f"{where}: sentence {i + 1} has no tree, which model.tree_loss "
+                        "learns from; give the data trees or data.trees: parser"
+                    )
         check_lengths(examples, self.cfg.model.max_length, where)
         return examples, where
 
@@ -225,7 +249,7 @@ class ClassifyTask(Task):
             self.node_vocab = Vocab.build(inputs.node_labels(_tree_of(ex)) for ex in train_examples)
         if self.dataset.classes is None:
             self.classes = _class_names(ex.label for ex in train_examples)
-        self.trees = self.tree_source.record() if self._entry.needs_trees else None
+        self.trees = self.tree_source.record() if self._needs_trees else None
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {"vocab": self.vocab.tokens}
@@ -261,7 +285,8 @@ class ClassifyTask(Task):
                         f"did not have ({', '.join(self.classes)})"
                     )
                 labels.append(index[ex.label])
-        return EncodedSet(examples, self.vocab, self._inputs(self.node_vocab), where, labels)
+        inputs = self._inputs(self.node_vocab)
+        return EncodedSet(examples, self.vocab, inputs, where, labels, self.tree_loss)
 
     # -- model, loss, metrics, predictions ----------------------------------------------
 
@@ -290,6 +315,26 @@ class ClassifyTask(Task):
         return backbone_parameter_groups(model, encoder.backbone, self.cfg.model, "classifier")
 
     def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
+        """The classification loss (``_label_loss``), plus ``model.tree_loss_weight`` times
+        the tree loss of the same pass's hidden states where ``model.tree_loss`` names one
+        (logged apart as ``tree_loss``)."""
+        if self.tree_loss is None:
+            return self._label_loss(model, batch)
+        loss, tree_loss = with_tree_loss(
+            self.cfg.model,
+            self.tree_loss,
+            model,
+            batch.inputs,
+            batch.tree_targets,
+            lambda: self._label_loss(model, batch),
+        )
+        self._loss_terms = {"tree_loss": tree_loss}
+        return loss
+
+    def loss_terms(self) -> dict[str, torch.Tensor]:
+        return self._loss_terms
+
+    def _label_loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
         """Cross-entropy of the sentence labels, or with phrase targets, of every labeled
         node and leaf together."""
         smoothing = self.cfg.train.label_smoothing

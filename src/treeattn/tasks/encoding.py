@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from treeattn.attention.tree_loss import TreeLoss
 from treeattn.data.batching import pad_ids
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
@@ -33,13 +35,15 @@ def check_lengths(examples: Sequence[LabeledSentence], max_length: int, where: s
 @dataclass
 class SentenceBatch:
     """A batch of labeled sentences: the encoder's typed ``inputs``, the class ids
-    ``labels`` (B,), and for phrase-level training the label of every node (B, m) and leaf
-    (B, n) in ``node_targets`` and ``leaf_targets`` (-1: no label)."""
+    ``labels`` (B,), for phrase-level training the label of every node (B, m) and leaf
+    (B, n) in ``node_targets`` and ``leaf_targets`` (-1: no label), and for a tree loss
+    (``models.tree_loss``) the targets its ``collate`` made of the sentences' trees."""
 
     inputs: EncoderInputs
     labels: torch.Tensor
     node_targets: torch.Tensor | None = None
     leaf_targets: torch.Tensor | None = None
+    tree_targets: Any = None
 
     def to(self, device: torch.device | str) -> SentenceBatch:
         def move(x: torch.Tensor | None) -> torch.Tensor | None:
@@ -50,6 +54,7 @@ class SentenceBatch:
             self.labels.to(device),
             move(self.node_targets),
             move(self.leaf_targets),
+            None if self.tree_targets is None else self.tree_targets.to(device),
         )
 
 
@@ -76,7 +81,10 @@ class EncodedSet:
     what else it reads), so that a training step only pads and stacks.
 
     Batches are bounded by tokens plus phrase nodes. ``labels``: the class id of each
-    example, where its ``label`` is not one already.
+    example, where its ``label`` is not one already. ``tree_loss``: a loss on hidden
+    states from each sentence's tree (``models.tree_loss``), whose targets are made here
+    for every sentence that has a tree; a batch carries them where all its sentences do;
+    ``tree_around``: each sentence's tokens that are no word of its tree.
     """
 
     def __init__(
@@ -86,6 +94,8 @@ class EncodedSet:
         inputs: InputEncoder,
         where: str = "data",
         labels: Sequence[int] | None = None,
+        tree_loss: TreeLoss | None = None,
+        tree_around: int = 0,
     ) -> None:
         self.words = [ex.tokens for ex in examples]
         self.inputs = inputs
@@ -106,6 +116,15 @@ class EncodedSet:
         ]
         if self.targets and len(self.targets) != len(examples):
             raise ValueError(f"{where}: some sentences have phrase labels and some have none")
+        self.tree_loss = tree_loss
+        self.tree_targets = (
+            [
+                _tree_targets(tree_loss, ex, f"{where}: sentence {i + 1}", tree_around)
+                for i, ex in enumerate(examples)
+            ]
+            if tree_loss is not None
+            else []
+        )
 
     def __len__(self) -> int:
         return len(self.items)
@@ -116,7 +135,27 @@ class EncodedSet:
         if self.targets:
             batch.node_targets, _ = pad_ids([self.targets[i][0] for i in indices], IGNORE_LABEL)
             batch.leaf_targets, _ = pad_ids([self.targets[i][1] for i in indices], IGNORE_LABEL)
+        if self.tree_targets:
+            chosen = [self.tree_targets[i] for i in indices]
+            if all(item is not None for item in chosen):
+                batch.tree_targets = self.tree_loss.collate(chosen)
         return batch
+
+
+def _tree_targets(
+    tree_loss: TreeLoss, example: LabeledSentence, where: str, around: int = 0
+) -> Any:
+    """A tree loss's targets of one sentence, None where it has no tree; ``around``: the
+    sentence's tokens that are no word of its tree (a language model's ``<s>``, ``</s>``)."""
+    if example.tree is None:
+        return None
+    n_leaves = len(example.tree.leaves())
+    if n_leaves != len(example.tokens) - around:
+        raise ValueError(
+            f"{where}: its tree has {n_leaves} words but the sentence has "
+            f"{len(example.tokens) - around}"
+        )
+    return tree_loss.targets(example.tree, where)
 
 
 def _phrase_targets(

@@ -1,6 +1,6 @@
 """Masked language modelling on raw text (the ``text`` data set): the masking, the loss and
-perplexity. A Tree Transformer (``constituent`` attention) trained this way gives the trees
-of ``treeattn induce``."""
+perplexity, over words or subword pieces (``treeattn.tasks.language``). A Tree Transformer
+(``constituent`` attention) trained this way gives the trees of ``treeattn induce``."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn.data.batching import bucket_batches
+from treeattn.data.subwords import WORD_START
 from treeattn.data.text import START
 from treeattn.data.vocab import MASK, Vocab
 from treeattn.engine.config import Config
-from treeattn.engine.task import Selection, Task, evaluating
+from treeattn.engine.task import evaluating
 from treeattn.models.masked_lm import MaskedLanguageModel
-from treeattn.models.registry import EncoderConfig, build_encoder, check_encoder
-from treeattn.tasks.datasets import TextSettings, dataset_class, open_dataset, read_examples
-from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
-from treeattn.tasks.sentences import TEXT, LabeledSentence, lines_to_sentences, read_text
+from treeattn.models.registry import build_encoder, check_encoder
+from treeattn.tasks.encoding import EncodedSet, SentenceBatch
+from treeattn.tasks.language import MASKED, LanguageModelTask, LmData, LmModel, start_tokens
+from treeattn.tasks.sentences import TEXT, LabeledSentence
 
 IGNORE = -100  # target of a position that is not predicted (cross_entropy's default)
 FIRST_WORD_ID = 3  # ids below are padding, unknown and mask: never drawn as random words
@@ -91,11 +92,12 @@ def masked_lm_loss(
 
 
 @dataclass
-class MlmData(TextSettings):
-    """The settings of the ``text`` data set (the only one read) and the masking."""
+class MlmData(LmData):
+    """The settings of the ``text`` data set (the only one read), the vocabulary and the
+    masking."""
 
-    # The share of words chosen, and how a chosen word is shown (as <mask>, as a random
-    # word, as itself)
+    # The share of words (or pieces) chosen, and how a chosen one is shown (as <mask>, as
+    # a random one, as itself)
     mask_rate: float = 0.15
     mask_split: list = field(default_factory=lambda: [0.8, 0.1, 0.1])
 
@@ -113,18 +115,16 @@ CLASSIFY_DATA_KEYS = (
 )
 
 
-class MaskedLMTask(Task):
+class MaskedLMTask(LanguageModelTask):
     """BERT-style masked language modelling, chosen by dev perplexity."""
 
     name = "mlm"
     datasets: ClassVar[tuple[str, ...]] = (TEXT,)  # the data sets read
     Data = MlmData
-    Model = EncoderConfig
+    Model = LmModel
     headline = ("perplexity",)
-
-    def __init__(self, cfg: Config) -> None:
-        super().__init__(cfg)
-        self.vocab: Vocab | None = None
+    lm_kind = MASKED
+    activity = "masked language modelling"
 
     @classmethod
     def legacy_sections(cls, data: Any, model: Any) -> tuple[Any, Any]:
@@ -136,16 +136,18 @@ class MaskedLMTask(Task):
 
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
+        super().check_config(cfg, where)
         d, m = cfg.data, cfg.model
-        if d.name not in cls.datasets:
-            raise ValueError(f"{where}: data.name={d.name!r}; masked language modelling reads text")
-        dataset_class(d.name).check(d, where)
         Masking(d.mask_rate, tuple(d.mask_split), 0).check(where)
         if check_encoder(m, where).needs_trees:
             raise ValueError(
                 f"{where}: masked language modelling reads raw text, but model.attention="
                 f"{m.attention!r} needs trees; choose a token-level mechanism"
             )
+
+    @property
+    def special_words(self) -> tuple[str, ...]:
+        return (START,) if self.cfg.data.start_token else ()
 
     @property
     def title(self) -> str:
@@ -156,75 +158,46 @@ class MaskedLMTask(Task):
         d = self.cfg.data
         return Masking(d.mask_rate, tuple(d.mask_split), len(self.vocab))
 
-    @property
-    def selection(self) -> Selection:
-        return Selection("dev", "perplexity", higher_is_better=False)
+    def _words_of(self, examples: Sequence[LabeledSentence]) -> list[LabeledSentence]:
+        return start_tokens(examples) if self.cfg.data.start_token else list(examples)
 
     @property
-    def final_splits(self) -> tuple[str, ...]:
-        return ("dev", "test")
+    def words_around(self) -> tuple[int, int]:
+        return (1 if self.cfg.data.start_token else 0, 0)
 
-    def read(self, source: str) -> tuple[list[LabeledSentence], str]:
-        examples, where = read_examples(open_dataset(self.cfg.data), source, False)
-        examples = self._with_start(examples)
-        check_lengths(examples, self.cfg.model.max_length, where)
-        return examples, where
-
-    def _with_start(self, examples: list[LabeledSentence]) -> list[LabeledSentence]:
-        if not self.cfg.data.start_token:
-            return examples
-        return [LabeledSentence([START, *ex.tokens], ex.label) for ex in examples]
-
-    def fit(self, train_examples: Sequence[LabeledSentence]) -> None:
-        self.vocab = Vocab.build((ex.tokens for ex in train_examples), self.cfg.data.min_count)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"vocab": self.vocab.tokens}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.vocab = Vocab(state["vocab"])
-
-    def encode(self, examples: Sequence[LabeledSentence], where: str) -> EncodedSet:
-        return EncodedSet(examples, self.vocab, input_encoder(self.cfg.model), where)
+    @property
+    def lm_prefix(self) -> list[int]:
+        return [self.vocab.index[START]] if self.cfg.data.start_token else []
 
     def build_model(self) -> nn.Module:
         return MaskedLanguageModel(build_encoder(self.cfg.model, len(self.vocab)), len(self.vocab))
 
     def loss(self, model: nn.Module, batch: SentenceBatch) -> torch.Tensor:
-        """Mean cross-entropy of one training batch's masked words."""
+        """Mean cross-entropy of one training batch's masked words (or pieces)."""
         smoothing = self.cfg.train.label_smoothing
-        total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
-        return total / max(1, count)
 
-    @torch.no_grad()
+        def masked() -> torch.Tensor:
+            total, count = masked_lm_loss(model, batch, self.masking, label_smoothing=smoothing)
+            return total / max(1, count)
+
+        return self.with_tree_loss(model, batch, masked)
+
     def evaluate(self, model: nn.Module, data: EncodedSet, device: torch.device) -> dict[str, Any]:
-        """Perplexity (exp of the mean cross-entropy per masked word), always with the same
-        masked positions (a generator seeded with ``EVAL_SEED``), so that every evaluation
-        of every model sees the same task."""
+        """Perplexity (exp of the mean cross-entropy per masked word or piece), always with
+        the same masked positions (a generator seeded with ``EVAL_SEED``), so that every
+        evaluation of every model sees the same task."""
         generator = torch.Generator(device=device).manual_seed(EVAL_SEED)
-        masking, max_tokens = self.masking, self.cfg.train.eval_max_tokens
-        total, count = 0.0, 0
-        with evaluating(model):
-            for indices in bucket_batches(data.lengths, max_tokens, shuffle=False):
-                loss, n = masked_lm_loss(model, data.batch(indices).to(device), masking, generator)
-                total += loss.item()
-                count += n
-        mean = total / max(1, count)
-        return {"perplexity": math.exp(mean), "loss": mean, "count": count}
-
-    def read_inputs(self, lines: Sequence[str], where: str) -> list[LabeledSentence]:
-        """One sentence per line, words separated by spaces; ``<mask>`` marks a word to
-        fill in. The words are shown as the text options say (the output shows them so)."""
-        sentences = read_text(lines_to_sentences(lines, where), self.cfg.data, where)
-        examples = self._with_start([LabeledSentence(words, 0) for words in sentences])
-        check_lengths(examples, self.cfg.model.max_length, where)
-        return examples
+        masking = self.masking
+        return self.perplexity(
+            model, data, device, lambda m, batch: masked_lm_loss(m, batch, masking, generator)
+        )
 
     @torch.no_grad()
     def predict(
         self, model: nn.Module, data: EncodedSet, device: torch.device, output_format: str = ""
     ) -> list[str]:
-        """Each sentence with every ``<mask>`` replaced by the model's most likely word."""
+        """Each sentence with every ``<mask>`` replaced by the model's most likely word (or
+        piece)."""
         lines: dict[int, str] = {}
         with evaluating(model):
             for indices in bucket_batches(data.lengths, self.cfg.train.eval_max_tokens, False):
@@ -238,5 +211,11 @@ class MaskedLMTask(Task):
                 for row, i in enumerate(indices):
                     guesses = iter(self.vocab.decode(filled[row][masked[row]].tolist()))
                     words = [next(guesses) if w == MASK else w for w in data.words[i]]
-                    lines[i] = " ".join(words[1:] if self.cfg.data.start_token else words)
+                    lines[i] = self._join(words[1:] if self.cfg.data.start_token else words)
         return [lines[i] for i in range(len(data))]
+
+    def _join(self, tokens: list[str]) -> str:
+        """Words joined by spaces; pieces joined into words where they begin with ``▁``."""
+        if self.subwords is None:
+            return " ".join(tokens)
+        return "".join(tokens).replace(WORD_START, " ").strip()

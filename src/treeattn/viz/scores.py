@@ -35,6 +35,12 @@ def plot_scores(
     ax.set_xlabel(f"{label} (dots: runs; bar: mean ± sd)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def save_figure(fig: plt.Figure, path: Path) -> Path:
+    """Write ``fig`` to ``path`` whole or not at all (beside it, then renamed), and close
+    it; the image format follows the file's extension."""
     partial = path.with_name(f".{path.name}.partial{path.suffix}")
     try:
         fig.savefig(partial)

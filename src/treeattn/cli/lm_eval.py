@@ -1,0 +1,126 @@
+"""The command that scores language models on targeted syntactic evaluation: lm-eval."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from treeattn.cli.arguments import positive
+from treeattn.cli.io import write_output
+from treeattn.cli.status import OK
+
+# Written out so that --help need not import torch; a test holds them to the code's.
+AGREEMENT_SETS = ("linzen", "gulordava")
+PLL_VARIANTS = ("token", "word-l2r")
+BENCHMARKS = ("blimp", "syntaxgym", "agreement")
+
+
+def add_lm_eval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "lm-eval",
+        help="score a language model on BLiMP, SyntaxGym and subject-verb agreement",
+        description="Score a language model on targeted syntactic evaluation. MODEL is a "
+        "checkpoint of an mlm or causal-lm run, or a folder holding a transformers causal or "
+        "masked LM (config.json, weights and a fast tokenizer; read with nothing fetched). "
+        "A causal model scores a sentence by its log-probability, a masked model by its "
+        "pseudo-log-likelihood (each piece masked in turn; --pll word-l2r also masks the "
+        "later pieces of the same word). BLiMP: a minimal pair is right when the acceptable "
+        "sentence scores higher; accuracy by field, phenomenon and paradigm. SyntaxGym: "
+        "region surprisals in bits, an item passes when all its suite's predictions hold; "
+        "score by suite, circuit and overall (mean of suites). Agreement: the correct verb "
+        "form against the wrong one at the target word, by number of attractors. By "
+        "default every benchmark is read from $TREEATTN_DATA (blimp/, syntaxgym/, sva/); "
+        "--blimp, --syntaxgym and --agreement choose files or sets instead, --only picks "
+        "benchmarks. Prints tables; -o writes every score (down to each pair and region) as "
+        "JSON, --plot a chart by phenomenon and circuit; each file is written whole or not "
+        "at all.",
+    )
+    p.add_argument("model", help="a best.pt of an mlm or causal-lm run, or a transformers folder")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=BENCHMARKS,
+        default=list(BENCHMARKS),
+        metavar="BENCHMARK",
+        help=f"run only these of {', '.join(BENCHMARKS)} (default: all)",
+    )
+    p.add_argument(
+        "--blimp",
+        nargs="+",
+        metavar="PATH",
+        help="BLiMP-format .jsonl files (sentence_good, sentence_bad per line) or folders of "
+        "them (default: $TREEATTN_DATA/blimp)",
+    )
+    p.add_argument(
+        "--syntaxgym",
+        nargs="+",
+        metavar="PATH",
+        help="SyntaxGym suite .json files or folders of them (default: $TREEATTN_DATA/syntaxgym)",
+    )
+    p.add_argument(
+        "--agreement",
+        nargs="+",
+        choices=AGREEMENT_SETS,
+        metavar="SET",
+        help=f"agreement sets: {', '.join(AGREEMENT_SETS)} (default: both, from "
+        "$TREEATTN_DATA/sva)",
+    )
+    p.add_argument(
+        "--limit",
+        type=positive,
+        help="only the first N pairs of each BLiMP file, items of each suite and items of "
+        "each agreement set (a quick look; default: all)",
+    )
+    p.add_argument(
+        "--kind",
+        choices=("causal", "masked"),
+        help="a transformers folder's kind (default: from its config's architectures)",
+    )
+    p.add_argument(
+        "--pll",
+        choices=PLL_VARIANTS,
+        default="token",
+        help="masked models: token (Salazar et al. 2020, default) or word-l2r (Kauf & "
+        "Ivanova 2023)",
+    )
+    p.add_argument(
+        "--batch-tokens",
+        type=positive,
+        default=4096,
+        help="padded tokens per forward pass (default 4096)",
+    )
+    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument("-o", "--out", metavar="FILE", help="write every score as JSON here")
+    p.add_argument("--plot", metavar="FILE", help="draw scores by phenomenon and circuit (.png)")
+    p.set_defaults(run=_lm_eval)
+
+
+def _lm_eval(args: argparse.Namespace) -> int:
+    from treeattn.evaluation import evaluate_language_model
+    from treeattn.evaluation.run import SHARED
+
+    only = set(args.only)
+    result = evaluate_language_model(
+        args.model,
+        blimp=(args.blimp or SHARED) if "blimp" in only else None,
+        syntaxgym=(args.syntaxgym or SHARED) if "syntaxgym" in only else None,
+        agreement=(args.agreement or AGREEMENT_SETS) if "agreement" in only else None,
+        limit=args.limit,
+        kind=args.kind,
+        pll=args.pll,
+        batch_tokens=args.batch_tokens,
+        device=args.device,
+        progress=True,
+    )
+    print(result.format(), end="")
+    if args.out:
+        write_output(result.to_json(), args.out)
+        print(f"\nscores written to {args.out}")
+    if args.plot:
+        from treeattn.viz.phenomena import plot_phenomena
+
+        plot_phenomena([(result.model, result.to_dict())], args.plot)
+        print(f"plot written to {args.plot}")
+    timing = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.seconds.items())
+    print(f"scored in {timing}", file=sys.stderr)
+    return OK
