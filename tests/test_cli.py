@@ -271,7 +271,7 @@ def test_mechanisms_lists_the_registry(capsys):
         assert re.search(rf"^  {re.escape(name)} ", text, re.M), name
     assert "local_heads=2" in text and "test_2016_flickr" in text
     # Every data set a task reads, as README and the configs name them.
-    assert re.search(r"^  parse +ptb-sample, ud-en-ewt, files;", text, re.M)
+    assert re.search(r"^  parse +ptb-sample, ud-en-ewt, joint, files;", text, re.M)
     # A mechanism registered later is listed too: the list is the registry's.
     register_attention("listed-later")(type("Later", (VanillaSelfAttention,), {}))
     try:

@@ -116,8 +116,10 @@ def test_the_independent_option_gives_the_arc_decoders_heads(ptb_parser):
 
 
 def test_the_dependency_kind_is_checked(ptb_parser, ud_parser):
-    with pytest.raises(ValueError, match="dependencies='tree'; one of from-tree, independent"):
-        ptb_parser.parse(WORDS[:1], dependencies="tree")
+    with pytest.raises(ValueError, match="dependencies='arcs'; one of ud, tree, from-tree, indep"):
+        ptb_parser.parse(WORDS[:1], dependencies="arcs")
+    with pytest.raises(ValueError, match="trained on toy.txt has no Universal Dependencies"):
+        ptb_parser.parse(WORDS[:1], dependencies="ud")
     with pytest.raises(ValueError, match="dependency-only parser has no tree"):
         ud_parser.parse([["the", "cat", "sat"]], dependencies="from-tree")
 

@@ -45,11 +45,13 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--dependencies",
-        choices=("from-tree", "independent"),
-        help="where CoNLL-U's heads come from: from-tree, the head-rule conversion of the "
-        "predicted constituency tree, which always agrees with the brackets (default for a "
+        choices=("ud", "tree", "from-tree", "independent"),
+        help="where CoNLL-U's heads come from: ud, Universal Dependencies from the arcs of a "
+        "parser trained on them (default for such a parser: what spaCy, stanza and the CoNLL "
+        "2018 scorer read); tree (or from-tree), the head-rule conversion of the predicted "
+        "constituency tree, which always agrees with the brackets (default for any other "
         "constituency parser); independent, the parser's own arcs, decoded apart from the "
-        "tree (a dependency-only parser's only kind). A '# scheme' comment says which",
+        "tree, whatever they learned. A '# scheme' comment on each sentence says which",
     )
     p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
     add_split_sentences(p, "one tree each")
@@ -68,7 +70,9 @@ def _parse(args: argparse.Namespace) -> int:
         parser = Parser.load(args.model, int8=args.int8)
         if args.format == "brackets" and not parser.constituency:
             raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
-        sentences = line_sentences(lines, where, args.split_sentences, args.tokenized)
+        # Words as UD English EWT cuts them where the output is UD, else as the PTB.
+        scheme = "ptb" if args.format == "brackets" else parser.token_scheme(args.dependencies)
+        sentences = line_sentences(lines, where, args.split_sentences, args.tokenized, scheme)
         for sentence in sentences:  # checked here to name the input line, not the sentence
             place = sentence.place(where, args.split_sentences)
             if not sentence.tokens:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from treeattn.trees.tokenize import Token, sentence_spans, tokenize_sentences
+from treeattn.trees.tokenize import PTB, Token, sentence_spans, tokenize_sentences
 
 SHOWN = 5  # warnings printed before the rest are counted
 
@@ -43,16 +43,17 @@ def add_split_sentences(p: argparse.ArgumentParser, unit: str) -> None:
 
 
 def line_sentences(
-    lines: Sequence[str], where: str, split: bool, tokenized: bool = False
+    lines: Sequence[str], where: str, split: bool, tokenized: bool = False, scheme: str = PTB
 ) -> list[LineSentence]:
     """The sentences of ``lines`` (a blank line: one sentence without tokens), warning on
-    stderr about lines that seem to hold several when ``split`` is off."""
+    stderr about lines that seem to hold several when ``split`` is off; words cut as
+    ``scheme`` says (``tokenize_with_offsets``)."""
     if not split:
         warn_several_sentences(several_sentences(lines), where)
     return [
         LineSentence(number, index, line, tokens)
         for number, line in enumerate(lines, start=1)
-        for index, tokens in enumerate(tokenize_sentences(line, split, tokenized), start=1)
+        for index, tokens in enumerate(tokenize_sentences(line, split, tokenized, scheme), start=1)
     ]
 
 

@@ -38,6 +38,11 @@ Parsed = tuple[Tree | None, DependencyTree]
 
 FROM_TREE, INDEPENDENT = "from-tree", "independent"
 DEPENDENCY_SOURCES = (FROM_TREE, INDEPENDENT)
+# What users ask for by scheme: ``ud``, the arcs of a parser trained on Universal
+# Dependencies (its own arcs); ``tree``, the head-rule conversion of its tree.
+UD, TREE = "ud", "tree"
+SCHEMES = {UD: INDEPENDENT, TREE: FROM_TREE}
+JOINT_TREEBANK, JOINT_UD = "joint", "ud-en-ewt"  # a joint parser's arcs are EWT's
 ROOT = "root"  # the root word's relation, in UD and in the head-rule conversion alike
 TREE_SCHEME = "head-rule dependencies of the constituency tree (PHRASE/CHILD relations)"
 OWN_ARCS_SCHEME = (
@@ -46,14 +51,24 @@ OWN_ARCS_SCHEME = (
 )
 
 
+def arcs_are_ud(treebank: str) -> bool:
+    """Whether a parser trained on ``treebank`` (``training_treebank``) learned Universal
+    Dependencies with its arcs: a UD treebank's parser, or a joint one."""
+    return treebank == JOINT_TREEBANK or treebank.startswith(("ud-", "ud_"))
+
+
 def dependency_scheme(dependencies: str, constituency: bool, treebank: str = "") -> str:
     """What a parser's dependency trees follow, for CoNLL-U's ``# scheme`` comment: the
-    head-rule conversion of the tree, or the parser's own arcs; for a dependency-only
-    parser, the relations of ``treebank`` (its training data: ``ud-en-ewt``, a file)."""
+    head-rule conversion of the tree, or the parser's own arcs: Universal Dependencies for
+    a parser trained on them (``arcs_are_ud``), else the relations of ``treebank`` (its
+    training data: the PTB sample's head rules, a file)."""
+    if constituency and dependencies == FROM_TREE:
+        return TREE_SCHEME
+    if arcs_are_ud(treebank):
+        ud = JOINT_UD if treebank == JOINT_TREEBANK else treebank
+        return f"Universal Dependencies ({ud}), the parser's own arcs"
     if constituency:
-        return TREE_SCHEME if dependencies == FROM_TREE else OWN_ARCS_SCHEME
-    if treebank.startswith("ud-") or treebank.startswith("ud_"):
-        return f"Universal Dependencies ({treebank}), the parser's own arcs"
+        return OWN_ARCS_SCHEME
     return f"the parser's own arcs, relations of its training treebank ({treebank or 'unnamed'})"
 
 

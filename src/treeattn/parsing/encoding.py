@@ -24,9 +24,12 @@ class ParseBatch:
     pad_mask: torch.Tensor  # (B, T)
     lengths: torch.Tensor  # (B,) words
     tags: torch.Tensor  # (B, n) the tagger's outputs, IGNORE at padding and unknown tags
-    heads: torch.Tensor | None = None  # (B, n)
-    rels: torch.Tensor | None = None  # (B, n) the relation classifier's outputs
+    heads: torch.Tensor | None = None  # (B, n), IGNORE in sentences without dependencies
+    rels: torch.Tensor | None = None  # (B, n) the relation classifier's outputs, likewise
     gold_chart: torch.Tensor | None = None  # (B, n, n, L), 0/1
+    # (B,) which sentences have a gold constituency tree (their charts alone are gold);
+    # with ``gold_chart`` only.
+    has_tree: torch.Tensor | None = None
     # Each sentence's words, for a pretrained backbone (which splits them into its own
     # pieces); moved to no device.
     sentences: list[list[str]] | None = None
@@ -74,12 +77,23 @@ class ParseSet:
         lengths = torch.tensor([self.lengths[i] - 2 for i in indices])
         batch = ParseBatch(words, chars, pad_mask, lengths, tags)
         batch.sentences = [list(self.examples[i].words) for i in indices]
-        if all(self.heads[i] is not None for i in indices):
-            batch.heads = pad_ids([self.heads[i] for i in indices], IGNORE)[0]
-            batch.rels = pad_ids([self.rels[i] for i in indices], IGNORE)[0]
-        if self.constituency and all(self.spans[i] is not None for i in indices):
-            batch.gold_chart = gold_chart([self.spans[i] for i in indices], lengths, self.n_labels)
+        # A batch may mix sentences with and without each annotation (joint training): a
+        # sentence without dependencies has IGNORE heads and relations, one without a tree
+        # is left out of the chart's loss by ``has_tree``; each loss sees its own alone.
+        if any(self.heads[i] is not None for i in indices):
+            batch.heads = pad_ids([self._or_ignored(self.heads, i) for i in indices], IGNORE)[0]
+            batch.rels = pad_ids([self._or_ignored(self.rels, i) for i in indices], IGNORE)[0]
+        has_tree = [self.spans[i] is not None for i in indices]
+        if self.constituency and any(has_tree):
+            spans = [self.spans[i] if self.spans[i] is not None else [] for i in indices]
+            batch.gold_chart = gold_chart(spans, lengths, self.n_labels)
+            batch.has_tree = torch.tensor(has_tree)
         return batch
+
+    def _or_ignored(self, rows: list[torch.Tensor | None], i: int) -> torch.Tensor:
+        """Sentence ``i``'s row of ``rows``, or IGNORE for each of its words when it has none."""
+        row = rows[i]
+        return row if row is not None else torch.full((self.lengths[i] - 2,), IGNORE)
 
 
 def encode(examples: Sequence[ParseExample], vocab: ParserVocab) -> ParseSet:

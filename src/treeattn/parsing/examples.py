@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
 from treeattn.trees.head_rules import to_dependency
+from treeattn.trees.tokenize import escape
 
 
 @dataclass
@@ -21,15 +22,29 @@ class ParseExample:
     dependencies: DependencyTree | None = None
 
 
-def ptb_example(tree: Tree, source: str, line: int) -> ParseExample:
-    """A cleaned PTB tree as a parser example; its dependencies from head rules."""
-    dependencies = to_dependency(tree, source=f"{source}:{line}")
-    return ParseExample(tree.leaves(), tree.tags(), tree, dependencies)
+def ptb_example(tree: Tree, source: str, line: int, dependencies: bool = True) -> ParseExample:
+    """A cleaned PTB tree as a parser example; its dependencies from head rules, or none
+    (``dependencies=False``: in joint training the arcs are learned from UD alone)."""
+    converted = to_dependency(tree, source=f"{source}:{line}") if dependencies else None
+    return ParseExample(tree.leaves(), tree.tags(), tree, converted)
 
 
 def ud_example(tree: DependencyTree) -> ParseExample:
     """A CoNLL-U tree as a parser example; its UPOS as the tags."""
     return ParseExample(list(tree.words), list(tree.upos), None, tree)
+
+
+def ud_ptb_example(tree: DependencyTree, where: str = "CoNLL-U") -> ParseExample:
+    """A CoNLL-U tree as an example of joint training beside Penn Treebank trees: its
+    XPOS (Penn Treebank tags in EWT) as the tags and its words with brackets written as
+    the Penn Treebank writes them (``-LRB-``), so that both treebanks' words and tags share
+    one vocabulary, as raw text reaches the parser (``Parser.words`` escapes them too)."""
+    if any(tag == "_" for tag in tree.xpos):
+        sentence = tree.metadata.get("sent_id") or " ".join(tree.words[:6])
+        raise ValueError(
+            f"{where}: sentence {sentence!r} has words without XPOS; joint training reads them"
+        )
+    return ParseExample(escape(tree.words), list(tree.xpos), None, tree)
 
 
 def unparsed_example(words: list[str]) -> ParseExample:

@@ -31,13 +31,25 @@ from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import pick_device
 from treeattn.parsing import deltas
 from treeattn.parsing.config import ParserConfig
-from treeattn.parsing.decoding import FROM_TREE, INDEPENDENT, parse_all, training_treebank
+from treeattn.parsing.decoding import (
+    FROM_TREE,
+    INDEPENDENT,
+    SCHEMES,
+    TREE,
+    UD,
+    arcs_are_ud,
+    parse_all,
+    training_treebank,
+    tree_dependencies,
+)
 from treeattn.parsing.encoding import ParseSet, encode
 from treeattn.parsing.examples import unparsed_example
 from treeattn.parsing.network import LabelAttentionParser
 from treeattn.parsing.vocab import ParserVocab
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
+from treeattn.trees.tokenize import PTB as PTB_TOKENS
+from treeattn.trees.tokenize import UD as UD_TOKENS
 from treeattn.trees.tokenize import escape, sentence_spans, tokenize
 from treeattn.trees.tree import WHITESPACE
 
@@ -60,11 +72,17 @@ TASK = "parse"  # the task of the training runs whose checkpoints are parsers
 @dataclass
 class Parse:
     """One sentence's words, constituency tree (None for a dependency-only model) and
-    dependency tree (predicted tags as XPOS)."""
+    dependency tree in the scheme asked for (predicted tags as XPOS; its ``scheme``
+    metadata names it). Beside it, both schemes where the parser has them: ``ud``, the
+    Universal Dependencies of a parser trained on them (joint or UD-only), and
+    ``tree_dependencies``, the head-rule conversion of ``tree``, which agrees with the
+    brackets."""
 
     words: list[str]
     tree: Tree | None
     dependencies: DependencyTree
+    ud: DependencyTree | None = None
+    tree_dependencies: DependencyTree | None = None
 
 
 class Parser:
@@ -97,6 +115,34 @@ class Parser:
     def constituency(self) -> bool:
         """Whether it gives constituency trees (else dependency trees only)."""
         return self.vocab.constituency
+
+    @property
+    def treebank(self) -> str:
+        """What it was trained on: ``ptb-sample``, ``ud-en-ewt``, ``joint``, a file's name."""
+        return training_treebank(self.run_config.get("data") or {})
+
+    @property
+    def ud(self) -> bool:
+        """Whether its own arcs are Universal Dependencies (trained on UD, alone or jointly
+        with trees)."""
+        return arcs_are_ud(self.treebank)
+
+    @property
+    def default_dependencies(self) -> str:
+        """``ud`` for a parser whose arcs are Universal Dependencies (what spaCy, stanza and
+        the CoNLL 2018 scorer read), else ``tree`` for a constituency parser (its arcs are
+        PHRASE/CHILD pairs of head rules; the tree's conversion agrees with the brackets),
+        else ``independent`` (a dependency-only parser's own arcs)."""
+        if self.ud:
+            return UD
+        return TREE if self.constituency else INDEPENDENT
+
+    def token_scheme(self, dependencies: str | None = None) -> str:
+        """How raw text is cut into words for output in ``dependencies`` (None: the
+        default): as UD English EWT cuts them (``ud``) where the output is Universal
+        Dependencies, so that it can be scored against EWT; else as the Penn Treebank."""
+        asked = self.default_dependencies if dependencies is None else dependencies
+        return UD_TOKENS if self.ud and SCHEMES.get(asked, asked) == INDEPENDENT else PTB_TOKENS
 
     @property
     def max_tokens(self) -> int:
@@ -188,16 +234,19 @@ class Parser:
         return {f"backbone.encoder.{k}": v for k, v in backbone.encoder.source_state(files).items()}
 
     def words(
-        self, sentences: Sequence[str | Sequence[str]], where: str = "input"
+        self,
+        sentences: Sequence[str | Sequence[str]],
+        where: str = "input",
+        scheme: str = PTB_TOKENS,
     ) -> list[list[str]]:
-        """Each sentence's words: a string tokenized (``tokenize``), a list of words as it
-        is (brackets escaped, ``escape``). An empty sentence, a word that is empty or holds
-        white space, or a sentence over ``max_length`` words is an error naming ``where``
-        and the sentence's number."""
+        """Each sentence's words: a string tokenized (``tokenize``, cut as ``scheme``
+        says), a list of words as it is (brackets escaped, ``escape``). An empty sentence,
+        a word that is empty or holds white space, or a sentence over ``max_length`` words
+        is an error naming ``where`` and the sentence's number."""
         out = []
         for number, sentence in enumerate(sentences, start=1):
             if isinstance(sentence, str):
-                words = tokenize(sentence)
+                words = tokenize(sentence, scheme)
             elif isinstance(sentence, Sequence) and all(isinstance(w, str) for w in sentence):
                 words = escape(sentence)
             else:
@@ -261,10 +310,15 @@ class Parser:
         hold several gets a warning naming it; with ``split_sentences`` each string is cut
         into its sentences first, each parsed apart (a string alone then gives a list too).
 
-        ``dependencies``: ``"from-tree"`` (the default for a constituency parser) converts
-        each predicted tree by the head rules of the training data, so that the two agree;
-        ``"independent"`` (a dependency-only parser's only kind) decodes the parser's own
-        arcs apart from the tree. Each dependency tree names its scheme in its metadata."""
+        ``dependencies``: ``"ud"`` (the default for a parser trained on Universal
+        Dependencies: ``ud``) its UD arcs; ``"tree"`` (or ``"from-tree"``, the default for
+        any other constituency parser) converts each predicted tree by the head rules of
+        the PTB, so that the two agree; ``"independent"`` decodes the parser's own arcs
+        apart from the tree, whatever they learned. Each dependency tree names its scheme
+        in its metadata; ``Parse.ud`` and ``Parse.tree_dependencies`` hold both schemes
+        where the parser has them. Raw text is cut into words as UD English EWT cuts it
+        where Universal Dependencies are asked for (``token_scheme``), else as the Penn
+        Treebank."""
         sentences = _sentences_argument(sentences)
         if isinstance(sentences, str):
             single = [sentences]
@@ -274,11 +328,22 @@ class Parser:
                 )
             return self.parse(single, progress, where, dependencies=dependencies)[0]
         sentences = _one_a_sentence(sentences, where, split_sentences)
-        if dependencies is None:
-            dependencies = FROM_TREE if self.constituency else INDEPENDENT
-        elif dependencies == FROM_TREE and not self.constituency:
+        asked = self.default_dependencies if dependencies is None else dependencies
+        if asked not in (*SCHEMES, FROM_TREE, INDEPENDENT):
+            raise ValueError(
+                f"dependencies={asked!r}; one of {UD}, {TREE}, {FROM_TREE}, {INDEPENDENT}"
+            )
+        if asked == UD and not self.ud:
+            raise ValueError(
+                f"a parser trained on {self.treebank} has no Universal Dependencies; "
+                f"use dependencies={TREE!r}"
+            )
+        dependencies = SCHEMES.get(asked, asked)
+        if dependencies == FROM_TREE and not self.constituency:
             raise ValueError("a dependency-only parser has no tree to take dependencies from")
-        words = self.words(sentences, where)
+        # A UD parser's arcs are decoded whatever is asked, so that ``Parse.ud`` holds them.
+        decoded = INDEPENDENT if self.ud else dependencies
+        words = self.words(sentences, where, self.token_scheme(asked))
         data = self.encode(words)
         parsed = parse_all(
             self.model,
@@ -287,10 +352,19 @@ class Parser:
             self.device,
             self.max_tokens,
             progress=progress,
-            dependencies=dependencies,
-            treebank=training_treebank(self.run_config.get("data") or {}),
+            dependencies=decoded,
+            treebank=self.treebank,
         )
-        return [Parse(w, tree, deps) for w, (tree, deps) in zip(words, parsed, strict=True)]
+        out = []
+        for w, (tree, deps) in zip(words, parsed, strict=True):
+            ud = deps if self.ud else None
+            from_tree = None
+            if tree is not None:
+                same = decoded == FROM_TREE
+                from_tree = deps if same else tree_dependencies(tree, list(deps.xpos))
+            chosen = from_tree if dependencies == FROM_TREE else deps
+            out.append(Parse(w, tree, chosen, ud, from_tree))
+        return out
 
 
 def _sentences_argument(sentences: Any) -> str | Sequence[str | Sequence[str]]:

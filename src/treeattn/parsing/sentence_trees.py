@@ -41,7 +41,10 @@ def sentence_trees(
                 raise ValueError(f"{where}:{number}: empty sentence")
         trees = source.trees(words, where, progress=False)
     else:
-        parsed = source.parse(sentences, where=where)
+        # Trees are what is asked for: raw text cut as the Penn Treebank, even by a parser
+        # that also gives Universal Dependencies (whose default cut is EWT's).
+        scheme = "tree" if source.constituency else None
+        parsed = source.parse(sentences, where=where, dependencies=scheme)
         if any(p.tree is None for p in parsed):
             raise ValueError(f"{where}: a dependency-only parser gives no constituency trees")
         trees = [p.tree for p in parsed]

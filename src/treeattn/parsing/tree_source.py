@@ -236,7 +236,9 @@ class TreeSource:
                 for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
                     tree.check_leaves(words, str(path), k + 1)
                 return trees
-        parsed = Parser.load(self.parser).parse(sentences, progress=progress, where=where)
+        parser = Parser.load(self.parser)
+        scheme = "tree" if parser.constituency else None  # trees are what is asked for
+        parsed = parser.parse(sentences, progress=progress, where=where, dependencies=scheme)
         trees = [p.tree for p in parsed]
         if any(tree is None for tree in trees):
             raise ValueError(

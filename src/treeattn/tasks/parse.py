@@ -1,6 +1,9 @@
 """Joint constituency and dependency parsing with the label attention parser (Mrini et al.
-2020) on the PTB sample (constituency trees; dependencies from head rules) or on UD EWT
-(dependencies only).
+2020) on the PTB sample (constituency trees; dependencies from head rules), on UD EWT
+(dependencies only), or on both at once (``joint``): one encoder, the span chart learned
+from the PTB trees, the tagger from both treebanks' Penn Treebank tags, the arcs and
+relations from EWT's Universal Dependencies; each loss counts only the sentences that
+have its annotation.
 
 Constituency: a chart of span scores, the structured hinge loss with Hamming-augmented
 decoding (Stern et al. 2017), every sentence of a batch decoded at once by ``CKY``; unary
@@ -33,7 +36,7 @@ from treeattn.parsing import Parser
 from treeattn.parsing.config import ParserConfig
 from treeattn.parsing.decoding import Parsed, parse_all, training_treebank
 from treeattn.parsing.encoding import ParseBatch, ParseSet, encode
-from treeattn.parsing.examples import ParseExample, ptb_example, ud_example
+from treeattn.parsing.examples import ParseExample, ptb_example, ud_example, ud_ptb_example
 from treeattn.parsing.network import LabelAttentionParser
 from treeattn.parsing.vocab import IGNORE, ParserVocab
 from treeattn.structs import CKY
@@ -42,27 +45,35 @@ from treeattn.trees.tokenize import tokenize
 from treeattn.trees.transforms import clean_ptb
 from treeattn.trees.treebank import iter_treebank
 
-PTB, UD, FILES = "ptb-sample", "ud-en-ewt", "files"
+PTB, UD, FILES, JOINT = "ptb-sample", "ud-en-ewt", "files", "joint"
 
 
 @dataclass
 class ParseData:
     """``name``: ``ptb-sample`` (constituency and head-rule dependencies), ``ud-en-ewt``
-    (dependencies only) or ``files``: ``paths`` names a file per split (``train``, ``dev``,
-    ``test``), bracketed trees (one per line, or ``.mrg``; cleaned as the PTB sample is)
-    or CoNLL-U (``.conllu``: dependencies only)."""
+    (dependencies only), ``joint`` (both treebanks' official splits together: the PTB
+    sample's trees and tags, EWT's XPOS tags and Universal Dependencies) or ``files``:
+    ``paths`` names a file per split (``train``, ``dev``, ``test``), bracketed trees (one
+    per line, or ``.mrg``; cleaned as the PTB sample is) or CoNLL-U (``.conllu``:
+    dependencies only).
+
+    ``ptb_repeat`` (``joint`` only) is the mixing rule: each PTB training sentence comes
+    that many times in an epoch beside each EWT sentence once, and batches are drawn from
+    the union by the usual shuffled length buckets, so a treebank's expected share of
+    every batch is its share of the repeated union."""
 
     name: str = PTB
     root: str | None = None  # data folder; default from TREEATTN_DATA
     paths: dict = field(default_factory=dict)
     min_count: int = 1  # words seen fewer times in training become <unk>
+    ptb_repeat: int = 1  # joint: each PTB training sentence this many times an epoch
 
 
 class ParseTask(Task):
     """Parsing, chosen by dev EVALB F1 (or dev LAS for dependency-only data)."""
 
     name = "parse"
-    datasets: ClassVar[tuple[str, ...]] = (PTB, UD, FILES)  # what data.name may be
+    datasets: ClassVar[tuple[str, ...]] = (PTB, UD, JOINT, FILES)  # what data.name may be
     Data = ParseData
     Model = ParserConfig
 
@@ -71,6 +82,7 @@ class ParseTask(Task):
         d = cfg.data
         conllu = d.name == FILES and str(d.paths.get("train", "")).endswith(".conllu")
         self.constituency = d.name != UD and not conllu
+        self.joint = d.name == JOINT
         self.vocab: ParserVocab | None = None
 
     @classmethod
@@ -85,19 +97,25 @@ class ParseTask(Task):
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
         if d.name not in cls.datasets:
-            raise ValueError(f"{where}: data.name={d.name!r}; parsing reads {PTB}, {UD} or {FILES}")
+            raise ValueError(
+                f"{where}: data.name={d.name!r}; parsing reads {PTB}, {UD}, {JOINT} or {FILES}"
+            )
         if d.name == FILES:
             for split in ("train", "dev", "test"):
                 if not isinstance(d.paths.get(split), str):
                     raise ValueError(f"{where}: data.paths.{split} is missing (a file)")
         elif d.paths:
             raise ValueError(f"{where}: data.paths is for data.name={FILES}, not {d.name}")
-        check_positive({"data.min_count": d.min_count}, where)
+        check_positive({"data.min_count": d.min_count, "data.ptb_repeat": d.ptb_repeat}, where)
+        if d.ptb_repeat != 1 and d.name != JOINT:
+            raise ValueError(f"{where}: data.ptb_repeat is for data.name={JOINT}, not {d.name}")
         m.check(where)
         m.check_backbone(where, cfg.train.schedule)
 
     @property
     def headline(self) -> tuple[str, ...]:  # type: ignore[override]
+        if self.joint:
+            return ("f1", "uas", "las", "tagging_ptb", "tagging_ud")
         return ("f1", "uas", "las") if self.constituency else ("uas", "las")
 
     @property
@@ -107,6 +125,11 @@ class ParseTask(Task):
 
     @property
     def selection(self) -> Selection:
+        """Dev F1, or dev LAS without a constituency tree; for joint training the mean of
+        PTB dev F1 and EWT dev LAS (``f1_las``), so that neither treebank is given up for
+        the other."""
+        if self.joint:
+            return Selection("dev", "f1_las", higher_is_better=True)
         return Selection("dev", "f1" if self.constituency else "las", higher_is_better=True)
 
     @property
@@ -121,7 +144,9 @@ class ParseTask(Task):
             source = d.paths[source]
         if source in ("train", "dev", "test"):
             where = f"{d.name} {source}"
-            if d.name == PTB:
+            if d.name == JOINT:
+                examples = self._joint_split(source)
+            elif d.name == PTB:
                 examples = [
                     ptb_example(e.tree, e.source, e.line)
                     for e in load_ptb_sample(source, root=d.root, clean=True)
@@ -130,11 +155,14 @@ class ParseTask(Task):
                 examples = [ud_example(t) for t in load_ud(source, root=d.root)]
         elif Path(source).is_file():
             where = source
-            if not self.constituency:
+            if self.joint and source.endswith(".conllu"):
+                examples = [ud_ptb_example(t, where) for t in read_conllu(source)]
+            elif not self.constituency:
                 examples = [ud_example(t) for t in read_conllu(source)]
             else:
                 examples = [
-                    ptb_example(clean_ptb(e.tree), e.source, e.line) for e in iter_treebank(source)
+                    ptb_example(clean_ptb(e.tree), e.source, e.line, not self.joint)
+                    for e in iter_treebank(source)
                 ]
         else:
             raise FileNotFoundError(
@@ -144,6 +172,20 @@ class ParseTask(Task):
             raise ValueError(f"{where}: no sentences")
         self._check_lengths(examples, where)
         return examples, where
+
+    def _joint_split(self, split: str) -> list[ParseExample]:
+        """The PTB sample's sentences of ``split`` (trees and tags; no dependencies: the
+        arcs learn Universal Dependencies alone), then EWT's (XPOS and UD); in training
+        each PTB sentence ``data.ptb_repeat`` times (the same objects, so that ``fit``
+        counts each once)."""
+        d = self.cfg.data
+        ptb = [
+            ptb_example(e.tree, e.source, e.line, dependencies=False)
+            for e in load_ptb_sample(split, root=d.root, clean=True)
+        ]
+        where = f"{UD} {split}"
+        ud = [ud_ptb_example(t, where) for t in load_ud(split, root=d.root)]
+        return ptb * (d.ptb_repeat if split == self.train_split else 1) + ud
 
     def _check_lengths(self, examples: Sequence[ParseExample], where: str) -> None:
         limit = self.cfg.model.max_length
@@ -155,7 +197,9 @@ class ParseTask(Task):
                 )
 
     def fit(self, train_examples: Sequence[ParseExample]) -> None:
-        self.vocab = ParserVocab.fit(train_examples, self.cfg.data.min_count)
+        # A sentence repeated by ``data.ptb_repeat`` is one object: its words count once.
+        unique = list({id(ex): ex for ex in train_examples}.values())
+        self.vocab = ParserVocab.fit(unique, self.cfg.data.min_count)
 
     def state_dict(self) -> dict[str, Any]:
         return self.vocab.state_dict()
@@ -184,7 +228,9 @@ class ParseTask(Task):
         ``tag_weight`` times the tags' cross-entropy and ``dependency_weight`` times the
         arcs' and labels' cross-entropies, each summed over the sentence's words (as the
         authors' release sums every part over its batch, so that the weights keep their
-        meaning)."""
+        meaning). A sentence without a tree adds no hinge loss and one without
+        dependencies no arc or label loss; every part is divided by the whole batch's
+        sentence count, so B times a mixed batch's loss is the sum of its sentences'."""
         m = self.cfg.model
         out = model(batch.words, batch.chars, batch.pad_mask, batch.heads, batch.sentences)
         smoothing = self.cfg.train.label_smoothing
@@ -201,7 +247,9 @@ class ParseTask(Task):
         sentences = batch.words.shape[0]
         loss = m.tag_weight * summed(out.tag_logits, batch.tags, smoothing) / sentences
         if batch.gold_chart is not None:
-            loss = loss + hinge_loss(out.span_scores, batch.gold_chart, batch.lengths)
+            loss = loss + hinge_loss(
+                out.span_scores, batch.gold_chart, batch.lengths, batch.has_tree
+            )
         if batch.heads is not None and m.dependency_weight:
             arcs = arc_logits(out.arc_scores, batch.lengths)  # (B, n, n + 1)
             arc = summed(arcs, batch.heads, 0.0)
@@ -252,8 +300,17 @@ class ParseTask(Task):
             )
         else:
             parts.append(f"tagging accuracy {metrics['tagging']:.2f}")
+        if self.joint:
+            for key, treebank in (("tagging_ptb", PTB), ("tagging_ud", UD)):
+                if key in metrics:
+                    parts.append(f"tagging accuracy on the {treebank} sentences {metrics[key]:.2f}")
+        if "uas" not in metrics:
+            return "\n".join(parts)
         relations = "head-rule PHRASE/CHILD relations" if self.cfg.data.name == PTB else "relations"
-        parts.append(f"\n=== Dependencies ({len(data)} sentences; LAS on {relations}) ===")
+        if self.joint:
+            relations = f"Universal Dependencies relations, the {UD} sentences"
+        count = metrics.get("dependency_sentences", len(data))
+        parts.append(f"\n=== Dependencies ({count} sentences; LAS on {relations}) ===")
         parts.append(f"UAS, punctuation excluded (the paper's convention)  {metrics['uas']:6.2f}")
         parts.append(f"LAS, punctuation excluded                          {metrics['las']:6.2f}")
         parts.append(
@@ -268,24 +325,46 @@ class ParseTask(Task):
         self, model: nn.Module, data: ParseSet, device: torch.device
     ) -> tuple[dict[str, Any], EvalbResult | None]:
         parsed = self.parse(model, data, device, gold_tags=True)
-        predicted = [deps for _, deps in parsed]
+        examples = data.examples
+        # Each score over the sentences that have its annotation (all of them, but for
+        # joint data: the trees of the PTB sentences, the dependencies of EWT's).
+        with_tree = [i for i, ex in enumerate(examples) if ex.tree is not None]
+        with_deps = [i for i, ex in enumerate(examples) if ex.dependencies is not None]
         metrics: dict[str, Any] = {}
         result = None
-        if self.constituency:
-            result = evalb([ex.tree for ex in data.examples], [tree for tree, _ in parsed])
+        if self.constituency and with_tree:
+            result = evalb([examples[i].tree for i in with_tree], [parsed[i][0] for i in with_tree])
             metrics.update(
                 f1=result.fmeasure,
                 recall=result.recall,
                 precision=result.precision,
                 complete_match=result.total.complete_match,
             )
-        pairs = [
-            (gold, guess)
-            for ex, deps in zip(data.examples, predicted, strict=True)
-            for gold, guess in zip(ex.tags, deps.xpos, strict=True)
-        ]
-        metrics["tagging"] = 100.0 * sum(g == p for g, p in pairs) / max(1, len(pairs))
-        metrics.update(dependency_scores(data.examples, predicted))
+
+        def tagging(chosen: Sequence[int]) -> float:
+            pairs = [
+                (gold, guess)
+                for i in chosen
+                for gold, guess in zip(examples[i].tags, parsed[i][1].xpos, strict=True)
+            ]
+            return 100.0 * sum(g == p for g, p in pairs) / max(1, len(pairs))
+
+        metrics["tagging"] = tagging(range(len(examples)))
+        if self.joint:
+            if with_tree:
+                metrics["tagging_ptb"] = tagging(with_tree)
+            if with_deps:
+                metrics["tagging_ud"] = tagging(with_deps)
+        if with_deps:
+            gold = [examples[i] for i in with_deps]
+            # Joint data's tags are EWT's XPOS, whose HYPH, NFP and others are punctuation
+            # only to UPOS: punctuation is found by UPOS there, as for a UD-only parser.
+            punct_tags = [ex.dependencies.upos for ex in gold] if self.joint else None
+            metrics.update(dependency_scores(gold, [parsed[i][1] for i in with_deps], punct_tags))
+            if self.joint:
+                metrics["dependency_sentences"] = len(with_deps)
+        if self.joint and "f1" in metrics and "las" in metrics:
+            metrics["f1_las"] = (metrics["f1"] + metrics["las"]) / 2
         metrics["sentences"] = len(data)
         return metrics, result
 
@@ -317,11 +396,13 @@ class ParseTask(Task):
 
 
 def dependency_scores(
-    examples: Sequence[ParseExample], predicted: Sequence[DependencyTree]
+    examples: Sequence[ParseExample],
+    predicted: Sequence[DependencyTree],
+    punct_tags: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, float]:
     """UAS and LAS of ``predicted`` against the examples' gold dependencies, punctuation
-    left out by the gold tags (``uas``, ``las``: the paper's convention) and kept
-    (``uas_punct``, ``las_punct``: CoNLL 2018)."""
+    left out by the gold tags (``punct_tags``, default the examples' own: ``uas``,
+    ``las``, the paper's convention) and kept (``uas_punct``, ``las_punct``: CoNLL 2018)."""
     gold = [ex.dependencies for ex in examples]
     if any(g is None for g in gold):
         raise ValueError("dependency scores need gold dependencies for every sentence")
@@ -333,26 +414,38 @@ def dependency_scores(
             [p.heads for p in predicted],
             [p.relations for p in predicted],
             words=[g.words for g in gold],
-            tags=[ex.tags for ex in examples],
+            tags=punct_tags if punct_tags is not None else [ex.tags for ex in examples],
             ignore_punct=ignore,
         )
         metrics[f"uas{suffix}"], metrics[f"las{suffix}"] = scores.uas, scores.las
     return metrics
 
 
-def hinge_loss(scores: torch.Tensor, gold: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """The structured hinge loss (Stern et al. 2017), mean over sentences: the best tree
-    under scores plus a Hamming cost of 1 per labeled span not in gold, minus the gold
-    tree's score. Zero exactly when gold beats every tree by at least their distance.
+def hinge_loss(
+    scores: torch.Tensor,
+    gold: torch.Tensor,
+    lengths: torch.Tensor,
+    has_tree: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The structured hinge loss (Stern et al. 2017), summed over the sentences with a
+    gold tree and divided by all B: the best tree under scores plus a Hamming cost of 1 per
+    labeled span not in gold, minus the gold tree's score. Zero exactly when gold beats
+    every tree by at least their distance.
 
     ``scores`` (B, n, n, L) with the empty label at 0; ``gold`` its 0/1 chart (the empty
-    label in every cell that is no gold constituent). The augmented best tree is decoded
-    without a graph; its gradient is (best - gold) on the scores.
+    label in every cell that is no gold constituent); ``has_tree`` (B,) bool, the
+    sentences whose chart is gold (default: all, the mean over sentences). The augmented
+    best tree is decoded without a graph; its gradient is (best - gold) on the scores.
     """
+    sentences = scores.shape[0]
+    some = has_tree is not None and not bool(has_tree.all())
+    if some:
+        scores, gold, lengths = scores[has_tree], gold[has_tree], lengths[has_tree]
     augmented = CKY(scores.detach(), lengths).loss_augmented(gold)
     best = augmented.argmax
     margin = (scores * (best - gold)).flatten(1).sum(1) + ((1 - gold) * best).flatten(1).sum(1)
-    return margin.mean()
+    # The mean where every sentence has a tree: the value single-treebank runs always had.
+    return margin.sum() / sentences if some else margin.mean()
 
 
 def arc_logits(arc_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

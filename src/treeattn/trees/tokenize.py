@@ -13,6 +13,11 @@ no data download), with brackets written ``-LRB-``/``-RRB-`` and double quotes a
   sentence that is not the line's last is a word of its own (``home .``, not ``home.``);
 - every word keeps its place in the text (``Token.start``, ``Token.end``), so that the
   original text and its spacing can be rebuilt (CoNLL-U's ``# text`` and ``SpaceAfter``).
+
+``scheme="ud"`` re-cuts the words where UD English EWT writes them otherwise than the Penn
+Treebank (``as_ud``), for output in Universal Dependencies scored against EWT; contractions
+(``do n't``, ``ca n't``, ``gon na``, ``can not``) and straight-quote possessives are the
+same in both and come from the rules.
 """
 
 from __future__ import annotations
@@ -58,9 +63,14 @@ class Token:
     end: int
 
 
-def tokenize(sentence: str) -> list[str]:
-    """Penn Treebank tokens of one sentence, with PTB escapes for brackets and quotes."""
-    return [token.word for token in tokenize_with_offsets(sentence)]
+PTB, UD = "ptb", "ud"  # how words are cut: as the Penn Treebank, or as UD English EWT
+TOKEN_SCHEMES = (PTB, UD)
+
+
+def tokenize(sentence: str, scheme: str = PTB) -> list[str]:
+    """Penn Treebank tokens of one sentence, with PTB escapes for brackets and quotes
+    (``scheme="ud"``: cut as UD English EWT cuts them, ``as_ud``)."""
+    return [token.word for token in tokenize_with_offsets(sentence, scheme)]
 
 
 def escape(words: Sequence[str]) -> list[str]:
@@ -68,14 +78,95 @@ def escape(words: Sequence[str]) -> list[str]:
     return ["".join(ESCAPES.get(char, char) for char in word) for word in words]
 
 
-def tokenize_with_offsets(text: str) -> list[Token]:
+def tokenize_with_offsets(text: str, scheme: str = PTB) -> list[Token]:
     """The Penn Treebank tokens of ``text`` with their places in it; each sentence of the
-    text (``sentence_spans``) is tokenized on its own, so inner full stops are words."""
-    return [
+    text (``sentence_spans``) is tokenized on its own, so inner full stops are words.
+    ``scheme="ud"``: cut as UD English EWT cuts them (``as_ud``)."""
+    if scheme not in TOKEN_SCHEMES:
+        raise ValueError(f"scheme={scheme!r}; one of {', '.join(TOKEN_SCHEMES)}")
+    tokens = [
         token
         for start, end in sentence_spans(text)
         for token in _sentence_tokens(text[start:end], start)
     ]
+    return as_ud(tokens, text) if scheme == UD else tokens
+
+
+# Where UD English EWT cuts words otherwise than the Penn Treebank, counted on its training
+# split. A hyphen between letters or digits is a word of its own (744 times; "Coca - Cola",
+# "15 - year"), but not after these prefixes, nor between two digits (phone numbers), which
+# EWT keeps whole ("e-mail", "non-profit", "713-853-3989").
+UD_HYPHEN_PREFIXES = frozenset(
+    "e non mid pre anti re post co over pro multi ex sub semi cross neo psycho socio "
+    "counter intra micro un".split()
+)
+# A slash between two words of two letters or more is a word ("and / or"); "l/c" stays.
+_UD_SLASH = re.compile(r"(?<=[^\W\d_]{2})/(?=[^\W\d_]{2})")
+# Clitics after a curly apostrophe, cut as the rules cut them after a straight one.
+_UD_CLITIC = re.compile(r"(?i)(?<=\w)(n’t|’s|’re|’ve|’ll|’d|’m)$")
+# Runs EWT keeps as one word, which the rules cut: "!!", "?!", "....", "$$$", "<<",
+# "----==", emoticons (":)", ":-(", ";D") and hashtags ("#audiobooks").
+_UD_WHOLE = re.compile(
+    r"[.!?]{2,}|[-=]{3,}|([$<>*~+_])\1+"
+    r"|(?<![^\s(\[])[:;=][-^]?[()DPp\[\]/|](?![^\s.,!?)\]])"
+    r"|(?<![^\s(\[])#[^\W\d_]\w*"
+)
+# Dots trailing a word that has none inside ("back.."), which the rules leave on it.
+_UD_DOTS = re.compile(r"(?<=[^\W_])\.{2,}$")
+
+
+def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
+    """Penn Treebank ``tokens`` of ``text`` cut as UD English EWT cuts words: hyphens and
+    slashes inside compounds are words of their own, a clitic after a curly apostrophe
+    (``Iran’s``) is cut off, and runs of sentence punctuation, emoticons and hashtags are
+    one word each. URLs and e-mail addresses stay whole. Each token keeps its place."""
+    cut: list[Token] = []
+    for token in tokens:
+        if _WHOLE.fullmatch(token.form):
+            cut.append(token)
+            continue
+        for a, b in _ud_pieces(token.form):
+            form = token.form[a:b]
+            word = token.word if (a, b) == (0, len(token.form)) else escape([form])[0]
+            cut.append(Token(word, form, token.start + a, token.start + b))
+    out: list[Token] = []
+    runs = [m.span() for m in _UD_WHOLE.finditer(text)]
+    for token in cut:
+        run = next((r for r in runs if r[0] <= token.start and token.end <= r[1]), None)
+        last = out[-1] if out else None
+        if run and last and run[0] <= last.start and last.end == token.start:
+            form = text[last.start : token.end]
+            out[-1] = Token(escape([form])[0], form, last.start, token.end)
+        else:
+            out.append(token)
+    return out
+
+
+def _ud_pieces(form: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each piece of one word as EWT cuts it (``as_ud``)."""
+    clitic = _UD_CLITIC.search(form)
+    if clitic is None and "." not in form.rstrip("."):
+        clitic = _UD_DOTS.search(form)
+    if clitic:
+        return [*_ud_pieces(form[: clitic.start()]), clitic.span()]
+    cuts = [m.start() for m in _UD_SLASH.finditer(form)]
+    start = 0
+    for k, char in enumerate(form):
+        if char != "-" or k == 0 or k == len(form) - 1:
+            continue
+        before, after = form[k - 1], form[k + 1]
+        if not (before.isalnum() and after.isalnum()) or (before.isdigit() and after.isdigit()):
+            continue
+        if re.sub(r".*[^\w]", "", form[start:k]).lower() in UD_HYPHEN_PREFIXES:
+            continue
+        cuts.append(k)
+        start = k + 1
+    pieces, start = [], 0
+    for k in sorted(cuts):
+        pieces += [(start, k), (k, k + 1)]
+        start = k + 1
+    pieces.append((start, len(form)))
+    return [(a, b) for a, b in pieces if b > a]
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -227,11 +318,13 @@ def split_tokens(text: str) -> list[Token]:
     ]
 
 
-def tokenize_sentences(text: str, split: bool = True, tokenized: bool = False) -> list[list[Token]]:
+def tokenize_sentences(
+    text: str, split: bool = True, tokenized: bool = False, scheme: str = PTB
+) -> list[list[Token]]:
     """The tokens of each sentence of ``text`` (``split``), or of the whole text as one
     (a blank text: one empty list). ``tokenized``: the words are split on spaces already
-    (sentences still end as ``sentence_spans`` says)."""
-    tokens = split_tokens(text) if tokenized else tokenize_with_offsets(text)
+    (sentences still end as ``sentence_spans`` says); else cut as ``scheme`` says."""
+    tokens = split_tokens(text) if tokenized else tokenize_with_offsets(text, scheme)
     if not split:
         return [tokens]
     spans = sentence_spans(text)
