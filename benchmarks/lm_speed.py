@@ -89,7 +89,8 @@ def main() -> None:
         return
     begin = time.perf_counter()
     configs = args.configs or [f"configs/{name}.yaml" for name in CONFIGS]
-    overrides = ["data.corpora=[ptb]", "model.max_length=2048"] if args.quick else []
+    quick = ["data.corpora=[ptb]", "data.vocab_size=1000", "model.max_length=2048"]
+    overrides = quick if args.quick else []
     updates = 2 if args.quick else args.updates
     per_file = 1 if args.quick else args.pairs_per_file
     pairs = [p for f in blimp_files(require_data("blimp")) for p in read_pairs(f)[:per_file]]

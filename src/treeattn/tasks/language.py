@@ -156,7 +156,9 @@ class LanguageModelTask(Task):
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(open_dataset(self.cfg.data), source, False)
-        if self.tree_source is not None:
+        # The encoders these tasks take read no trees: only the training split's feed a
+        # loss, so only they are made (no parse of dev and test).
+        if self.tree_source is not None and source == self.train_split:
             trees = self.tree_source.trees([ex.tokens for ex in examples], where)
             examples = [replace(ex, tree=t) for ex, t in zip(examples, trees, strict=True)]
         return self._words_of(examples), where
