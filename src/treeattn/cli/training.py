@@ -230,7 +230,10 @@ def _mechanisms(args: argparse.Namespace) -> int:
             print(f"  {'':<14} inside a pretrained encoder: options {inside}")
         if capabilities.analyses:
             print(f"  {'':<14} analyses: {', '.join(sorted(capabilities.analyses))}")
-    print("\nmodel.tree_loss: a loss on hidden states from each sentence's tree (classify)")
+    print(
+        "\nmodel.tree_loss: a loss on hidden states from each sentence's tree "
+        "(classify, mlm, causal-lm)"
+    )
     print("  tree_loss_options")
     for name in loss_names():
         capabilities = mechanism_capabilities(name)
