@@ -31,8 +31,10 @@ lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
+# One test process a core (pytest-xdist), a file's tests in one process, so that a module's
+# fixtures are built once.
 test: lint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto --dist loadfile
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -10,6 +10,14 @@ from treeattn.data.paths import data_dir
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# `make test` runs the tests in one worker process a core (pytest-xdist): each worker keeps
+# to its share of the cores, so the workers' matrix products do not fight over them.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    import torch
+
+    workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    torch.set_num_threads(max(1, torch.get_num_threads() // workers))
+
 # No per-example deadline: a property holds or fails whatever the machine's load; the
 # tests measure no time.
 settings.register_profile("treeattn", deadline=None)

@@ -246,7 +246,8 @@ class TreeSource:
             )
         if cache:
             path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(path.name + ".partial")
+            # One partial file a process: two runs may parse the same split at once.
+            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
             partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
             os.replace(partial, path)
         return trees
