@@ -21,6 +21,7 @@ from tests.test_parser import SMALL, TOY
 from treeattn.analysis.view import decode_attention
 from treeattn.cli import main
 from treeattn.models.backbone import load_backbone
+from treeattn.models.pieces import load_splitter
 from treeattn.models.syntax_injection import AttentionRecorder
 from treeattn.models.weights import WeightsError
 from treeattn.parsing import Parser
@@ -104,6 +105,20 @@ def test_the_backbone_reads_the_transformers_model_of_the_folder(folder):
     for mine, theirs in zip(got, want, strict=True):
         torch.testing.assert_close(mine[keep], theirs[keep], rtol=0, atol=1e-6)
     assert backbone.vectors(batch).shape == (2, 5, LAYERS["hidden_size"])
+
+
+def test_the_pieces_are_as_many_as_the_models_positions_hold(folder):
+    """RoBERTa's positions start after its padding id: 64 positions read 62 pieces."""
+    splitter = load_splitter(folder)
+    model = transformers.AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    roberta = model.config.model_type == "roberta"
+    assert splitter.max_pieces == (62 if roberta else 64)
+    full = torch.full((1, splitter.max_pieces), 5)
+    with torch.no_grad():
+        model(input_ids=full)  # the longest sentence the splitter lets through runs
+        if roberta:  # one piece more finds no position
+            with pytest.raises((IndexError, RuntimeError)):
+                model(input_ids=torch.full((1, splitter.max_pieces + 1), 5))
 
 
 def test_a_pinned_hash_is_checked(folder):

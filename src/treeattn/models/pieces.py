@@ -112,10 +112,19 @@ class PieceSplitter:
         return piece_batch(piece_ids, pad_mask, word_of_piece, counts)
 
 
+# Families whose position ids start after the padding id (RoBERTa's 514 positions read 512
+# pieces): the first pad_token_id + 1 positions are never used.
+_POSITIONS_AFTER_PADDING = frozenset(
+    {"roberta", "xlm-roberta", "camembert", "data2vec-text", "roberta-prelayernorm", "xmod"}
+)
+
+
 def max_positions(config: dict[str, Any]) -> int:
     """How many pieces a model of ``config`` (its ``config.json``) reads at most."""
     for key in ("max_position_embeddings", "n_positions", "max_seq_len"):
         if isinstance(config.get(key), int):
+            if config.get("model_type") in _POSITIONS_AFTER_PADDING:
+                return config[key] - config.get("pad_token_id", 1) - 1
             return config[key]
     raise WeightsError("config.json names no maximum length (max_position_embeddings)")
 
