@@ -26,11 +26,12 @@ ROOT = Path(__file__).parents[1]
         "tree_regularization",
         "spacy_speed",
         "lm_speed",
+        "ewt_tags",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
-    if script in ("translation", "tree_dependencies", "spacy_speed", "lm_speed"):
-        # Multi30k, the PTB sample, BLiMP; skips without them
+    if script in ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags"):
+        # Multi30k, the PTB sample, BLiMP, EWT; skips without them
         request.getfixturevalue("shared_data")
     if script == "spacy_speed":
         pytest.importorskip("spacy", reason="spaCy not installed (the extra treeattn[spacy])")

@@ -111,6 +111,21 @@ def test_joint_data_reads_ptb_trees_and_ewt_xpos_and_ud(joint_root):
     assert task.selection.metric == "f1_las"
 
 
+def test_ewt_tags_are_learned_as_the_wsj_writes_the_same_uses():
+    from treeattn.parsing.examples import ud_ptb_example
+    from treeattn.trees.dependency import DependencyTree
+
+    words = ["Go", "to", "school", ";", "to", "run", "--", "e", "-", "mail", "...", "me", "!!!"]
+    xpos = ["VB", "IN", "NN", ",", "TO", "VB", ",", "NN", "HYPH", "NN", ".", "PRP", "."]
+    tree = DependencyTree(words, [0] + [1] * (len(words) - 1), xpos=xpos)
+    example = ud_ptb_example(tree)
+    # "to" is TO, semicolons, dashes and ellipses ":"; EWT's HYPH and "!!!" stay.
+    assert example.tags == [
+        "VB", "TO", "NN", ":", "TO", "VB", ":", "NN", "HYPH", "NN", ":", "PRP", ".",
+    ]  # fmt: skip
+    assert example.dependencies.xpos == xpos  # the gold tree keeps EWT's own
+
+
 def test_ptb_repeat_is_for_joint_data_only():
     with pytest.raises(ValueError, match="data.ptb_repeat is for data.name=joint"):
         load_config(None, ["task=parse", "data.name=ptb-sample", "data.ptb_repeat=2"])
@@ -204,7 +219,7 @@ def joint_parser(joint_root, tmp_path) -> Path:
     settings = ["task=parse", "data.name=joint", f"data.root={joint_root}", *TINY]
     settings += ["train.epochs=8", "train.lr=0.01", "train.warmup_steps=2", f"out_dir={run}"]
     results = train(load_config(None, settings))
-    for key in ("f1", "uas", "las", "tagging_ptb", "tagging_ud"):
+    for key in ("f1", "uas", "las", "tagging_ptb", "tagging_ud", "tagging_ud_raw"):
         assert f"test_{key}" in results
     path = tmp_path / "joint.safetensors"
     assert main(["export-parser", str(run / "best.pt"), str(path)]) == 0

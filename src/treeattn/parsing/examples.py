@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from treeattn.trees import Tree
 from treeattn.trees.dependency import DependencyTree
 from treeattn.trees.head_rules import to_dependency
+from treeattn.trees.labels import wsj_convention
 from treeattn.trees.tokenize import escape
 
 
@@ -36,15 +37,17 @@ def ud_example(tree: DependencyTree) -> ParseExample:
 
 def ud_ptb_example(tree: DependencyTree, where: str = "CoNLL-U") -> ParseExample:
     """A CoNLL-U tree as an example of joint training beside Penn Treebank trees: its
-    XPOS (Penn Treebank tags in EWT) as the tags and its words with brackets written as
-    the Penn Treebank writes them (``-LRB-``), so that both treebanks' words and tags share
-    one vocabulary, as raw text reaches the parser (``Parser.words`` escapes them too)."""
+    XPOS (Penn Treebank tags in EWT) as the tags, written as the WSJ writes the same uses
+    where the two disagree (``wsj_convention``: a tagger learns one tag for one use), and
+    its words with brackets written as the Penn Treebank writes them (``-LRB-``), so that
+    both treebanks' words and tags share one vocabulary, as raw text reaches the parser
+    (``Parser.words`` escapes them too). The tree keeps EWT's own XPOS."""
     if any(tag == "_" for tag in tree.xpos):
         sentence = tree.metadata.get("sent_id") or " ".join(tree.words[:6])
         raise ValueError(
             f"{where}: sentence {sentence!r} has words without XPOS; joint training reads them"
         )
-    return ParseExample(escape(tree.words), list(tree.xpos), None, tree)
+    return ParseExample(escape(tree.words), wsj_convention(tree.words, tree.xpos), None, tree)
 
 
 def unparsed_example(words: list[str]) -> ParseExample:
