@@ -22,7 +22,7 @@ from treeattn.analysis.view import decode_attention
 from treeattn.cli import main
 from treeattn.models.backbone import load_backbone
 from treeattn.models.pieces import load_splitter
-from treeattn.models.syntax_injection import AttentionRecorder
+from treeattn.models.syntax_injection import AttentionRecorder, inject_syntax
 from treeattn.models.weights import WeightsError
 from treeattn.parsing import Parser
 from treeattn.tasks import load_config
@@ -119,6 +119,21 @@ def test_the_pieces_are_as_many_as_the_models_positions_hold(folder):
         if roberta:  # one piece more finds no position
             with pytest.raises((IndexError, RuntimeError)):
                 model(input_ids=torch.full((1, splitter.max_pieces + 1), 5))
+
+
+def test_what_is_not_tuned_trains_without_dropout(folder):
+    """Only the top layer tunes: the embeddings (RoBERTa's dropout and norm) and the lower
+    layer compute fixed features in training too; an injection's link modules train."""
+    backbone = load_backbone(folder, tune=1)
+    inject_syntax(backbone.injectable, "distance", layers=[1], heads=[0])
+    backbone.train()
+    encoder = backbone.encoder
+    top = set(map(id, encoder.layers[-1].modules()))
+    links = set(map(id, encoder.model.syntax_injection.modules()))
+    assert encoder.outside_modules()
+    for module in encoder.model.modules():
+        if not any(module.children()):  # what reads the training flag
+            assert module.training == (id(module) in top | links), module
 
 
 def test_a_pinned_hash_is_checked(folder):

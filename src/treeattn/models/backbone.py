@@ -124,8 +124,9 @@ class Backbone(nn.Module):
         super().train(mode)
         if self.frozen:
             self.encoder.eval()
-        if not self.tunes_embeddings and isinstance(self.encoder, BertEncoder):
-            self.encoder.embeddings.eval()
+        if not self.tunes_embeddings:
+            for module in self.encoder.outside_modules():
+                module.eval()
         for layer in self.encoder.layers[: len(self.encoder.layers) - self.tuned_layers]:
             layer.eval()
         return self

@@ -186,6 +186,10 @@ class BertEncoder(nn.Module):
         """The pretrained weights outside the layers: the embeddings."""
         return list(self.embeddings.parameters())
 
+    def outside_modules(self) -> list[nn.Module]:
+        """The modules outside the layers (their dropout): the embeddings."""
+        return [self.embeddings]
+
     def source_state(self, files: Any) -> dict[str, Tensor]:
         """The weights of ``files`` (``weights.PretrainedFiles``) under this encoder's
         state-dict names."""

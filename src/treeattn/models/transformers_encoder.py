@@ -68,6 +68,14 @@ class TransformersEncoder(nn.Module):
         inside |= {id(p) for p in added.parameters()} if added is not None else set()
         return [p for p in self.model.parameters() if id(p) not in inside]
 
+    def outside_modules(self) -> list[nn.Module]:
+        """The modules outside the layers with nothing inside them (an embeddings'
+        dropout and norm), not an injection's."""
+        added = getattr(self.model, "syntax_injection", None)
+        inside = {id(m) for m in self.layers.modules()}
+        inside |= {id(m) for m in added.modules()} if added is not None else set()
+        return [m for m in self.model.modules() if id(m) not in inside and not any(m.children())]
+
     def hidden_states(
         self, piece_ids: Tensor, pad_mask: Tensor, syntax: LayerEdits | None = None
     ) -> list[Tensor]:
