@@ -149,9 +149,10 @@ def format_report(groups: list[Configuration]) -> str:
         values = " ".join(f"{r[name]:>{w}.2f}" for name, w in zip(scores, widths, strict=True))
         lines.append(f"{r['run']:<32} {r['config']['seed']:>4} {values} {r['train_seconds']:>8.1f}")
     lines.append("-" * len(header))
+    width = max(14, *(len(_column(name)) for name in scores))
     for name in scores:
-        lines.append(f"{_column(name):<14} {mean_std([r[name] for r in runs])}")
-    lines.append(f"{'parameters':<14} {runs[0]['params']:,}")
+        lines.append(f"{_column(name):<{width}} {mean_std([r[name] for r in runs])}")
+    lines.append(f"{'parameters':<{width}} {runs[0]['params']:,}")
     return "\n".join(lines)
 
 
