@@ -79,3 +79,18 @@ def test_a_plot_is_written_whole_or_not_at_all(tmp_path):
     with pytest.raises(ValueError, match="at least one run"):
         plot_scores([("plain", [])], "test accuracy", tmp_path / "b.png")
     assert list(tmp_path.iterdir()) == [path]
+
+
+def test_a_language_models_syntactic_scores_join_its_run(tmp_path):
+    scores = {"dev_perplexity": 80.0, "test_perplexity": 82.0}
+    runs = [_run(tmp_path, f"lm-s{s}", s, 0.0, scores=scores) for s in (1, 2)]
+    for folder, blimp in zip(runs, (60.0, 62.0), strict=True):
+        headline = {"blimp": blimp, "syntaxgym": 40.0, "agreement_linzen": 70.0}
+        (folder / "lm-eval.json").write_text(json.dumps({"headline": headline, "blimp": {}}))
+    report = format_report(group_runs(runs))
+    assert "blimp            61.00 ± 1.41" in report
+    assert "agreement linzen 70.00 ± 0.00" in report
+    # A run without lm-eval.json reports other scores: it is not averaged with these.
+    runs.append(_run(tmp_path, "lm-s3", 3, 0.0, scores=scores))
+    with pytest.raises(ValueError, match="report runs of one task together"):
+        group_runs(runs)

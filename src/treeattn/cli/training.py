@@ -128,7 +128,9 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         "report",
         help="summarise finished runs (mean ± std over seeds), configurations side by side",
         description="Print each run's scores (its task's metrics on the splits scored at the "
-        "end: dev and test accuracy, perplexity, ...) and their mean ± sample standard "
+        "end: dev and test accuracy, perplexity, ...; a language model's BLiMP, SyntaxGym "
+        "and agreement scores where `treeattn lm-eval -o RUN/lm-eval.json` wrote them) "
+        "and their mean ± sample standard "
         "deviation, e.g. over the seeds of one configuration. Runs of several "
         "configurations (differing in more than seed and out_dir) give one line per "
         "configuration, named by its first run's folder without a trailing seed number, "

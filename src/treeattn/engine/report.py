@@ -1,6 +1,8 @@
 """Summaries of finished runs: each run's scores, and their mean and standard deviation over
 seeds; runs of several configurations side by side, one line each. The scores are whatever
-the task reported (``<split>_<metric>`` in results.json)."""
+the task reported (``<split>_<metric>`` in results.json), and a language model's overall
+scores on targeted syntactic evaluation where ``treeattn lm-eval -o`` wrote them into the
+run's folder as lm-eval.json (``blimp``, ``syntaxgym``, ``agreement_<set>``)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ RUN_KEYS = (
     "best_epoch",
     "best_step",
 )
+# Where a run's targeted syntactic evaluation is kept (``treeattn lm-eval -o``).
+LM_EVAL = "lm-eval.json"
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -31,6 +35,9 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"{results_path} not found: has the run finished?")
     results = json.loads(results_path.read_text(encoding="utf-8"))
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    lm_eval = run_dir / LM_EVAL
+    if lm_eval.is_file():
+        results.update(json.loads(lm_eval.read_text(encoding="utf-8"))["headline"])
     return {"run": str(run_dir), "config": config, **results}
 
 
