@@ -100,3 +100,12 @@ def test_unpacked_weights_are_kept_checked_listed_and_cleared(cache, tmp_path, c
     assert "weights: removed 1 file" in capsys.readouterr().out and not kept.exists()
     read_archive(archive, None)  # unpinned weights are not kept
     assert not (cache / "weights").exists()
+
+
+def test_cached_trees_of_words_with_brackets_read_back(cache):
+    # The parser writes "(" as -LRB-: the cached tree is checked against that.
+    source = TreeSource(PARSER, parser="fast")
+    sentences = [["(", "Dogs", "bark", ")", "."]]
+    (tree,) = source.trees(sentences, "input", progress=False)
+    assert tree.leaves() == ["-LRB-", "Dogs", "bark", "-RRB-", "."]
+    assert source.trees(sentences, "input", progress=False) == [tree]

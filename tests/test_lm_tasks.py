@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -25,6 +26,7 @@ from treeattn.models.registry import EncoderConfig, build_encoder
 from treeattn.tasks import load_config, make_task
 from treeattn.tasks.causal_lm import next_token_loss
 from treeattn.tasks.encoding import SentenceBatch
+from treeattn.trees import Tree
 
 V = 30
 
@@ -120,6 +122,12 @@ def test_subwords_read_an_unseen_word_as_pieces_and_trees_split_over_them(tmp_pa
     assert first.tree.leaves() == first.tokens[1:-1]
     # The checkpoint records where the trees came from.
     assert task.state_dict()["trees"] == {"source": "right-branching"}
+    # A parser's tree writes a bracket word as -LRB-: it takes the pieces of the word.
+    tree = Tree.parse("(S (-LRB- -LRB-) (NP (NNS Dogs)) (VP (VBP bark)) (-RRB- -RRB-))")
+    bracketed = replace(examples[0], tokens=["<s>", "(", "Dogs", "bark", ")", "</s>"], tree=tree)
+    (pieces,) = task.as_pieces([bracketed])
+    assert pieces.tree.leaves() == pieces.tokens[1:-1]
+    assert pieces.tokens[1] == task.pieces("(")[0]
 
 
 @pytest.mark.parametrize(

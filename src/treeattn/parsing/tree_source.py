@@ -40,6 +40,7 @@ from treeattn.data.paths import cache_dir
 from treeattn.errors import FormatError
 from treeattn.parsing.parser import DEFAULT_MODEL, SHIPPED, Parser, model_path
 from treeattn.trees import Tree
+from treeattn.trees.tokenize import escape
 from treeattn.trees.treebank import parse_treebank_line
 from treeattn.utf8 import read_utf8
 
@@ -192,7 +193,8 @@ class TreeSource:
         progress: bool = True,
         cache: bool = True,
     ) -> list[Tree]:
-        """The tree of every sentence (its words as the leaves); ``where`` names the
+        """The tree of every sentence (its words as the leaves; a parser's trees write a
+        bracket word as the Treebank does, ``-LRB-`` for ``(``: ``escape``); ``where`` names the
         sentences in errors. ``cache``: a parser's trees are kept (input files are many
         and seldom read twice; data splits are few)."""
         if self.kind == RIGHT_BRANCHING:
@@ -234,7 +236,8 @@ class TreeSource:
             trees = [parse_treebank_line(line, str(path), k + 1) for k, line in enumerate(lines)]
             if len(trees) == len(sentences):
                 for k, (tree, words) in enumerate(zip(trees, sentences, strict=True)):
-                    tree.check_leaves(words, str(path), k + 1)
+                    # The parser writes a bracket word as the Treebank does (-LRB-).
+                    tree.check_leaves(escape(words), str(path), k + 1)
                 return trees
         parser = Parser.load(self.parser)
         scheme = "tree" if parser.constituency else None  # trees are what is asked for

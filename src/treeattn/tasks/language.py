@@ -53,6 +53,7 @@ from treeattn.tasks.sentences import (
     read_text,
     text_options,
 )
+from treeattn.trees import Tree
 from treeattn.trees.tensors import split_subwords
 from treeattn.trees.tokenize import tokenize_with_offsets
 
@@ -218,13 +219,18 @@ class LanguageModelTask(Task):
         subtrees of their pieces (words, as they are)."""
         if self.subwords is None:
             return list(examples)
+
+        def tree_of_pieces(ex: LabeledSentence) -> Tree:
+            # A tree's leaves are its words with brackets escaped (-LRB-): each takes the
+            # pieces of the word itself, met left to right (after <s>, where there is one).
+            words = iter(ex.tokens[self.words_around[0] :])
+            return split_subwords(ex.tree, lambda _leaf: self.pieces(next(words)), SUBWORD_NODE)
+
         return [
             replace(
                 ex,
                 tokens=[p for w in ex.tokens for p in self.pieces(w)],
-                tree=None
-                if ex.tree is None
-                else split_subwords(ex.tree, self.pieces, SUBWORD_NODE),
+                tree=None if ex.tree is None else tree_of_pieces(ex),
             )
             for ex in examples
         ]
