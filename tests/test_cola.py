@@ -80,6 +80,9 @@ def test_the_data_set_reads_words_and_scores_by_matthews_correlation(shared_data
     assert task.final_splits == ("dev", "in_domain", "out_of_domain")
     assert task.headline == ("mcc", "accuracy")
     assert (task.selection.split, task.selection.metric) == ("dev", "mcc")
+    # Analyses read the first held-out split unless told: CoLA has no test.
+    assert task.held_out_split == "in_domain"
+    assert make_task(load_config(None, ["data.name=sst2"])).held_out_split == "test"
     sizes = {split: len(task.read(split)[0]) for split in task.splits}
     assert sizes == {"train": 7696, "dev": 855, "in_domain": 527, "out_of_domain": 516}
     first = task.read("train")[0][0]

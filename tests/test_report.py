@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from treeattn.engine.report import differences, format_report, group_runs
+from treeattn.engine.report import differences, format_report, group_runs, held_out_score
 from treeattn.viz.scores import plot_scores
 
 
@@ -94,3 +94,10 @@ def test_a_language_models_syntactic_scores_join_its_run(tmp_path):
     runs.append(_run(tmp_path, "lm-s3", 3, 0.0, scores=scores))
     with pytest.raises(ValueError, match="report runs of one task together"):
         group_runs(runs)
+
+
+def test_a_plot_shows_the_first_held_out_score_unless_told():
+    assert held_out_score(["dev_accuracy", "test_accuracy"]) == "test_accuracy"
+    cola = ["dev_mcc", "dev_accuracy", "in_domain_mcc", "out_of_domain_mcc"]
+    assert held_out_score(cola) == "in_domain_mcc"
+    assert held_out_score(["dev_f1"]) == "dev_f1"

@@ -518,16 +518,18 @@ def view_page(
     checkpoint: str | Path,
     lines: Sequence[str] | None = None,
     where: str = "<input>",
-    split: str = "test",
+    split: str | None = None,
     max_sentences: int = MAX_SENTENCES,
     max_heads: int = MAX_HEADS,
     device: str = "cpu",
     max_bytes: int = MAX_BYTES,
 ) -> str:
     """The page's HTML for a checkpoint and input ``lines`` (one sentence or bracketed tree
-    a line, as ``treeattn predict`` reads them), or the sentences of ``split`` when no lines
-    are given; the first ``max_sentences`` of them."""
+    a line, as ``treeattn predict`` reads them), or the sentences of ``split`` (default:
+    the model's held-out split, ``Task.held_out_split``) when no lines are given; the first
+    ``max_sentences`` of them."""
     saved = load_trained(checkpoint, device)
+    split = split or saved.task.held_out_split
     if isinstance(saved.task, ParseTask):
         parser = Parser.load(checkpoint, device)
         if lines is None:

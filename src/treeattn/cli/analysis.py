@@ -11,6 +11,9 @@ from treeattn.cli.io import read_lines, write_output
 from treeattn.cli.status import OK
 from treeattn.trees.induction import THRESHOLD, VARIANTS
 
+# What a split argument left out means.
+HELD_OUT = "the model's held-out split: test, or CoLA's in_domain"
+
 
 def add_attention(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -21,7 +24,7 @@ def add_attention(sub: argparse._SubParsersAction) -> None:
         "node queries give to phrase nodes and to tokens over all of DATA.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt of a hierarchical model")
-    p.add_argument("data", nargs="?", default="test", help="split name or file (default: test)")
+    p.add_argument("data", nargs="?", help=f"split name or file (default: {HELD_OUT})")
     p.add_argument(
         "--sentence", type=positive, default=1, help="sentence drawn (1-based, default 1)"
     )
@@ -34,7 +37,7 @@ def _attention(args: argparse.Namespace) -> int:
     from treeattn.analysis.hierarchical import attention_shares, draw_sentence, load_hierarchical
 
     saved = load_hierarchical(args.checkpoint)
-    examples, where = saved.read(args.data)  # read once for both
+    examples, where = saved.read(args.data or saved.task.held_out_split)  # once for both
     drawn = draw_sentence(saved, examples, where, args.sentence, args.out, args.layer)
     for kind, path in drawn.items():
         print(f"{kind:<10} {path}")
@@ -54,7 +57,7 @@ def add_latent_trees(sub: argparse._SubParsersAction) -> None:
         "CoNLL-U file (e.g. a treebank's gold trees); --conllu writes the latent trees.",
     )
     p.add_argument("checkpoint", help="a best.pt or last.pt of a structured model")
-    p.add_argument("data", nargs="?", default="test", help="split name or file (default: test)")
+    p.add_argument("data", nargs="?", help=f"split name or file (default: {HELD_OUT})")
     p.add_argument("--compare", metavar="CONLLU", help="CoNLL-U file whose trees to describe too")
     p.add_argument(
         "--conllu", metavar="OUT", help="write the last layer's first-head trees as CoNLL-U"
@@ -71,7 +74,7 @@ def _latent_trees(args: argparse.Namespace) -> int:
     )
 
     saved = load_structured(args.checkpoint)
-    examples, where = saved.read(args.data)
+    examples, where = saved.read(args.data or saved.task.held_out_split)
     trees = latent_trees(saved, examples, where)
     print(latent_tree_table(trees, where, args.compare).format())
     if args.conllu:
@@ -262,7 +265,7 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         help="a run's best.pt, a parser file, or a shipped parser: accurate, fast",
     )
     p.add_argument("input", nargs="?", metavar="FILE", help="input lines (- : stdin)")
-    p.add_argument("--split", default="test", help="split shown without FILE (default: test)")
+    p.add_argument("--split", help=f"split shown without FILE (default: {HELD_OUT})")
     p.add_argument("-o", "--out", metavar="PAGE", help="the HTML file (default: stdout)")
     p.add_argument(
         "--max-sentences", type=positive, default=20, help="sentences shown (default 20)"

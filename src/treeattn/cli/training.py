@@ -144,13 +144,14 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--score",
-        help="the score to plot, as results.json names it (default: the first test score)",
+        help="the score to plot, as results.json names it (default: the first score of a "
+        "split other than dev: test's, or CoLA's in-domain)",
     )
     p.set_defaults(run=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from treeattn.engine.report import format_report, group_runs, score_names
+    from treeattn.engine.report import format_report, group_runs, held_out_score, score_names
     from treeattn.tasks import config_from_dict
 
     groups = group_runs(args.runs, lambda raw: config_from_dict(raw).to_dict())
@@ -159,7 +160,7 @@ def _report(args: argparse.Namespace) -> int:
         from treeattn.viz.scores import plot_scores
 
         names = score_names(groups[0].runs[0])
-        score = args.score or next((n for n in names if n.startswith("test_")), names[0])
+        score = args.score or held_out_score(names)
         if score not in names:
             raise ValueError(f"--score {score}: the runs report {', '.join(names)}")
         scores = [(g.name, g.values(score)) for g in groups]

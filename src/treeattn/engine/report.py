@@ -50,6 +50,12 @@ def score_names(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def held_out_score(names: list[str]) -> str:
+    """The score a plot shows unless told: the first of a split that chose no checkpoint
+    (test's, or CoLA's in-domain dev where there is no test), else the first."""
+    return next((name for name in names if not name.startswith("dev_")), names[0])
+
+
 def _setup(config: dict[str, Any]) -> dict[str, Any]:
     """The configuration without what varies between repetitions of one experiment."""
     return {k: v for k, v in config.items() if k not in ("seed", "out_dir")}

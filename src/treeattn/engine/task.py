@@ -136,6 +136,13 @@ class Task(ABC):
         """The splits the best checkpoint is scored on when training ends."""
 
     @property
+    def held_out_split(self) -> str:
+        """The split an analysis reads unless told: the first final split that chose no
+        checkpoint (test; CoLA's in-domain dev; Multi30k's test_2016_flickr)."""
+        held_out = [s for s in self.final_splits if s != self.selection.split]
+        return (held_out or [self.selection.split])[0]
+
+    @property
     def splits(self) -> tuple[str, ...]:
         """Every split training reads: training, selection and final ones, in that order."""
         names = [self.train_split, self.selection.split, *self.final_splits]
