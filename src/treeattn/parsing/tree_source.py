@@ -193,12 +193,12 @@ class TreeSource:
         progress: bool = True,
         cache: bool = True,
     ) -> list[Tree]:
-        """The tree of every sentence (its words as the leaves; a parser's trees write a
-        bracket word as the Treebank does, ``-LRB-`` for ``(``: ``escape``); ``where`` names the
+        """The tree of every sentence (its words as the leaves, a bracket word as the
+        Treebank writes it: ``-LRB-`` for ``(``, as ``escape`` gives); ``where`` names the
         sentences in errors. ``cache``: a parser's trees are kept (input files are many
         and seldom read twice; data splits are few)."""
         if self.kind == RIGHT_BRANCHING:
-            return [right_branching(words) for words in sentences]
+            return [right_branching(escape(words)) for words in sentences]
         if self.kind == FILES and self.file is not None:
             return read_tree_file(self.file, sentences, len(sentences))
         if self.kind == FILES:
