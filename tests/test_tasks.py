@@ -38,6 +38,12 @@ def _records(run: Path) -> list[dict]:
 # ---------------------------------------------------------------- configs
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_passes_its_task_checks(path):
+    # Each one names a task whose checks (data, model, mechanism and loss options) pass.
+    assert load_config(path).task
+
+
 def test_configs_name_their_task_and_old_ones_are_read_as_before():
     assert load_config(ROOT / "configs" / "text-constituent.yaml").task == "mlm"
     assert load_config(ROOT / "configs" / "sst5-vanilla.yaml").task == "classify"
