@@ -235,17 +235,20 @@ class Scorer:
     @torch.no_grad()
     def _run(self, batch: list[_Sequence]) -> list[list[float]]:
         """The log-probabilities the rows of one batch read, row by row."""
-        width = max(len(row.ids) for row in batch)
+        # Built from flat lists in one call each: a tensor a row costs more than the
+        # forward pass of a small model's masked copies.
+        lengths = [len(row.ids) for row in batch]
+        width, pad = max(lengths), self.model.pad_id
         device = self.model.device
-        ids = torch.full((len(batch), width), self.model.pad_id, dtype=torch.long)
-        pad_mask = torch.ones(len(batch), width, dtype=torch.bool)
+        ids = torch.tensor([row.ids + [pad] * (width - n) for row, n in zip(batch, lengths)])
+        pad_mask = torch.arange(width)[None, :] >= torch.tensor(lengths)[:, None]
         at = torch.zeros(len(batch), width, dtype=torch.bool)
-        targets = []
-        for r, row in enumerate(batch):
-            ids[r, : len(row.ids)] = torch.tensor(row.ids)
-            pad_mask[r, : len(row.ids)] = False
-            at[r, row.read_at] = True
-            targets.extend(row.targets)  # row-major, as boolean indexing reads ``at``
+        at[
+            torch.tensor([r for r, row in enumerate(batch) for _ in row.read_at]),
+            torch.tensor([k for row in batch for k in row.read_at]),
+        ] = True
+        # Row-major, as boolean indexing reads ``at`` (each row's ``read_at`` ascends).
+        targets = [t for row in batch for t in row.targets]
         log_probs = self.model.log_probs(ids.to(device), pad_mask.to(device), at.to(device))
         picked = log_probs.float().gather(1, torch.tensor(targets, device=device)[:, None])
         values = picked.squeeze(1).tolist()

@@ -239,6 +239,8 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
 def _split_currency(piece: str) -> list[str]:
     """``piece`` with each currency sign a word of its own: the rules split ``$4.50`` but
     leave ``€4.50``, ``£4.50`` and ``¥300`` whole."""
+    if piece.isascii() and "$" not in piece:  # "$" is the only ASCII currency sign
+        return [piece]
     parts, start = [], 0
     for k, char in enumerate(piece):
         if unicodedata.category(char) == "Sc":
