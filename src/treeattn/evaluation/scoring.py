@@ -235,8 +235,8 @@ class Scorer:
     @torch.no_grad()
     def _run(self, batch: list[_Sequence]) -> list[list[float]]:
         """The log-probabilities the rows of one batch read, row by row."""
-        # Built from flat lists in one call each: a tensor a row costs more than the
-        # forward pass of a small model's masked copies.
+        # Built from flat lists in one call each: a tensor and an indexing a row took
+        # about a seventh of a small masked model's scoring time.
         lengths = [len(row.ids) for row in batch]
         width, pad = max(lengths), self.model.pad_id
         device = self.model.device
