@@ -240,7 +240,7 @@ class Scorer:
         lengths = [len(row.ids) for row in batch]
         width, pad = max(lengths), self.model.pad_id
         device = self.model.device
-        ids = torch.tensor([row.ids + [pad] * (width - n) for row, n in zip(batch, lengths)])
+        ids = torch.tensor([row.ids + [pad] * (width - len(row.ids)) for row in batch])
         pad_mask = torch.arange(width)[None, :] >= torch.tensor(lengths)[:, None]
         at = torch.zeros(len(batch), width, dtype=torch.bool)
         at[
