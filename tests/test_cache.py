@@ -11,7 +11,7 @@ import torch
 
 from treeattn.cli import main
 from treeattn.cli.cache import SIZE_HELP
-from treeattn.parsing.tree_source import PARSER, TreeSource
+from treeattn.parsing.tree_source import PARSER, RIGHT_BRANCHING, TreeSource
 from treeattn.trees.tokenize import tokenize
 
 
@@ -109,3 +109,10 @@ def test_cached_trees_of_words_with_brackets_read_back(cache):
     (tree,) = source.trees(sentences, "input", progress=False)
     assert tree.leaves() == ["-LRB-", "Dogs", "bark", "-RRB-", "."]
     assert source.trees(sentences, "input", progress=False) == [tree]
+
+
+def test_right_branching_trees_write_bracket_words_as_a_parsers_trees_do():
+    # Every tree source gives the escaped words as leaves, so pieces and caches agree.
+    sentences = [["(", "Dogs", "bark", ")", "."]]
+    (tree,) = TreeSource(RIGHT_BRANCHING).trees(sentences, "input", progress=False)
+    assert tree.leaves() == ["-LRB-", "Dogs", "bark", "-RRB-", "."]
