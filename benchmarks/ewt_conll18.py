@@ -1,0 +1,174 @@
+"""Universal Dependencies from a parser, scored by the CoNLL 2018 shared task's measures on
+UD English-EWT: the parser reads each sentence's raw text (its ``# text``, tokenized by the
+parser as ``treeattn parse`` does) and, apart, EWT's gold words (``--tokenized``); both
+CoNLL-U outputs (``--format conllu --dependencies ud``) are scored by udapi's
+``eval.Conll18`` (a port of the shared task's script: words aligned by their forms,
+punctuation counted, relation subtypes dropped), on every sentence and on the questions
+alone (the sentences whose last or second-to-last gold word is "?").
+
+Needs the ``bench`` extra (udapi). ``--models``: parser files or shipped names.
+
+    OMP_NUM_THREADS=2 python -m benchmarks.ewt_conll18 --threads 2 --models runs/x/best.pt
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import (
+    add_run_arguments,
+    finish_run_arguments,
+    fmt,
+    machine_info,
+    machine_line,
+    markdown_table,
+    start_device,
+    write_results,
+)
+from benchmarks.ewt_tags import is_question
+from treeattn.data.ud import load_ud, ud_path
+
+# What eval.Conll18 counts, and the scores reported from it.
+COUNTED = ("Words", "XPOS", "UAS", "LAS")
+
+
+def conllu_blocks(path: Path) -> list[str]:
+    """The sentences of a CoNLL-U file, each as its text block (comments included)."""
+    text = path.read_text(encoding="utf-8")
+    return [block + "\n\n" for block in text.strip("\n").split("\n\n")]
+
+
+def udapy() -> str:
+    found = shutil.which("udapy") or str(Path(sys.executable).with_name("udapy"))
+    if not Path(found).exists():
+        raise SystemExit("udapy not found: install the bench extra (pip install -e '.[bench]')")
+    return found
+
+
+def conll18_counts(gold: Path, predicted: Path) -> dict[str, dict[str, int]]:
+    """eval.Conll18's counts: for each measure, correct, gold, predicted and aligned."""
+    command = [
+        udapy(),
+        "read.Conllu",
+        "zone=gold",
+        f"files={gold}",
+        "read.Conllu",
+        "zone=pred",
+        f"files={predicted}",
+        "ignore_sent_id=1",
+        "eval.Conll18",
+        "print_counts=1",
+    ]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    counts = {}
+    for line in out.splitlines():
+        name, *numbers = (part.strip() for part in line.split("|"))
+        if name in COUNTED:
+            correct, gold_n, predicted_n, aligned = map(int, numbers)
+            counts[name] = {
+                "correct": correct,
+                "gold": gold_n,
+                "predicted": predicted_n,
+                "aligned": aligned,
+            }
+    return counts
+
+
+def f1(count: dict[str, int]) -> float:
+    """The shared task's F1: correct against both the gold and the predicted words."""
+    total = count["gold"] + count["predicted"]
+    return 100.0 * 2 * count["correct"] / total if total else 0.0
+
+
+def parse_conllu(model: str, lines: list[str], tokenized: bool, out: Path) -> float:
+    """``treeattn parse`` on ``lines`` into ``out``: wall seconds."""
+    source = out.with_suffix(".txt")
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    command = [sys.executable, "-m", "treeattn.cli", "parse", "--model", model]
+    command += ["--format", "conllu", "--dependencies", "ud", str(source), "-o", str(out)]
+    if tokenized:
+        command.append("--tokenized")
+    begin = time.perf_counter()
+    subprocess.run(command, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return time.perf_counter() - begin
+
+
+def score(model: str, split: str, limit: int | None, folder: Path) -> dict:
+    trees = load_ud(split)[:limit]
+    gold_blocks = conllu_blocks(ud_path(split))[:limit]
+    questions = [i for i, tree in enumerate(trees) if is_question(tree.words)]
+    inputs = {
+        "raw text": ([tree.metadata["text"] for tree in trees], False),
+        "gold words": ([" ".join(tree.words) for tree in trees], True),
+    }
+    gold_all = folder / "gold.conllu"
+    gold_all.write_text("".join(gold_blocks), encoding="utf-8")
+    gold_questions = folder / "gold-questions.conllu"
+    gold_questions.write_text("".join(gold_blocks[i] for i in questions), encoding="utf-8")
+    result = {}
+    for name, (lines, tokenized) in inputs.items():
+        predicted = folder / f"{name.replace(' ', '-')}.conllu"
+        seconds = parse_conllu(model, lines, tokenized, predicted)
+        blocks = conllu_blocks(predicted)
+        if len(blocks) != len(trees):
+            raise SystemExit(f"{predicted}: {len(blocks)} sentences for {len(trees)} lines")
+        chosen = folder / f"{name.replace(' ', '-')}-questions.conllu"
+        chosen.write_text("".join(blocks[i] for i in questions), encoding="utf-8")
+        result[name] = {
+            "seconds": seconds,
+            "all": conll18_counts(gold_all, predicted),
+            "questions": conll18_counts(gold_questions, chosen),
+        }
+    result["sentences"], result["questions"] = len(trees), len(questions)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_run_arguments(parser, "ewt_conll18.json and .md", 0.0, "40 sentences", 1)
+    parser.add_argument("--models", nargs="+", default=["accurate"], help="parsers to score")
+    parser.add_argument("--split", default="test", help="EWT split (default: test)")
+    args = finish_run_arguments(parser.parse_args())
+    if start_device(args) is None:
+        return
+    if args.threads is not None:  # the parses run in child processes
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    begin = time.perf_counter()
+    results, rows = {}, []
+    for model in args.models:
+        with tempfile.TemporaryDirectory() as folder:
+            found = score(model, args.split, 40 if args.quick else None, Path(folder))
+        results[model] = found
+        for name in ("raw text", "gold words"):
+            for subset in ("all", "questions"):
+                counts = found[name][subset]
+                sentences = found["sentences" if subset == "all" else "questions"]
+                rows.append(
+                    [
+                        model,
+                        name,
+                        f"{subset} ({sentences})",
+                        *(fmt(f1(counts[m]), 2) for m in COUNTED),
+                    ]
+                )
+    headers = ["parser", "input", "sentences", "Words F1", "XPOS F1", "UAS F1", "LAS F1"]
+    markdown = (
+        f"UD English-EWT {args.split}, eval.Conll18 (punctuation counted)\n\n"
+        + markdown_table(headers, rows)
+    )
+    info = machine_info(torch.device("cpu"))
+    print(f"{machine_line(info)}\n\n{markdown}")
+    write_results(args, "ewt_conll18", info, time.perf_counter() - begin, markdown, results=results)
+
+
+if __name__ == "__main__":
+    main()
