@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
@@ -82,7 +82,14 @@ class Parse:
     tree: Tree | None
     dependencies: DependencyTree
     ud: DependencyTree | None = None
-    tree_dependencies: DependencyTree | None = None
+    # The conversion is made when first asked for: most callers read one scheme only.
+    _from_tree: DependencyTree | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tree_dependencies(self) -> DependencyTree | None:
+        if self._from_tree is None and self.tree is not None:
+            self._from_tree = tree_dependencies(self.tree, list(self.dependencies.xpos))
+        return self._from_tree
 
 
 class Parser:
@@ -358,12 +365,10 @@ class Parser:
         out = []
         for w, (tree, deps) in zip(words, parsed, strict=True):
             ud = deps if self.ud else None
-            from_tree = None
-            if tree is not None:
-                same = decoded == FROM_TREE
-                from_tree = deps if same else tree_dependencies(tree, list(deps.xpos))
-            chosen = from_tree if dependencies == FROM_TREE else deps
-            out.append(Parse(w, tree, chosen, ud, from_tree))
+            parse = Parse(w, tree, deps, ud, deps if decoded == FROM_TREE else None)
+            if dependencies == FROM_TREE:
+                parse.dependencies = parse.tree_dependencies
+            out.append(parse)
         return out
 
 
