@@ -6,7 +6,7 @@ CoNLL-U outputs (``--format conllu --dependencies ud``) are scored by udapi's
 punctuation counted, relation subtypes dropped), on every sentence and on the questions
 alone (the sentences whose last or second-to-last gold word is "?").
 
-Needs the ``bench`` extra (udapi). ``--models``: parser files or shipped names.
+Needs udapi (the ``dev`` extra). ``--models``: parser files or shipped names.
 
     OMP_NUM_THREADS=2 python -m benchmarks.ewt_conll18 --threads 2 --models runs/x/best.pt
 """
@@ -50,7 +50,7 @@ def conllu_blocks(path: Path) -> list[str]:
 def udapy() -> str:
     found = shutil.which("udapy") or str(Path(sys.executable).with_name("udapy"))
     if not Path(found).exists():
-        raise SystemExit("udapy not found: install the bench extra (pip install -e '.[bench]')")
+        raise SystemExit("udapy not found: install the dev extra (pip install -e '.[dev]')")
     return found
 
 
