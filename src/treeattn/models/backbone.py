@@ -212,7 +212,11 @@ def build_backbone(files: PretrainedFiles, **options: Any) -> Backbone:
     """A ``Backbone`` on the weights of ``files`` (options as ``Backbone``'s): a BERT's
     on this package's ``BertEncoder``, any other family's on ``transformers``."""
     if is_bert(files.config):
-        encoder: BertEncoder | TransformersEncoder = BertEncoder(BertConfig.from_dict(files.config))
+        # Built without memory or random values: every weight comes from the files.
+        with torch.device("meta"):
+            encoder: BertEncoder | TransformersEncoder = BertEncoder(
+                BertConfig.from_dict(files.config)
+            )
         encoder.load_bert_state(files.state)
     else:
         encoder = TransformersEncoder.from_files(files)

@@ -196,8 +196,10 @@ class BertEncoder(nn.Module):
         return from_bert_names(files.state)
 
     def load_bert_state(self, state: dict[str, Tensor]) -> None:
-        """Load weights named as BERT names them; every parameter must be there."""
-        self.load_state_dict(from_bert_names(state), strict=True)
+        """Load weights named as BERT names them; every parameter must be there. The
+        tensors become the parameters as they are (an encoder built on the meta device
+        takes them without a copy)."""
+        self.load_state_dict(from_bert_names(state), strict=True, assign=True)
 
     def forward(
         self, piece_ids: Tensor, pad_mask: Tensor, syntax: LayerEdits | None = None
