@@ -1,16 +1,17 @@
 """Parsing raw text with the shipped parsers: sentences per second and, on the PTB sample's
 test split, what int8 quantization costs in accuracy.
 
-For each parser (``accurate`` and ``fast``, float32 weights as loaded and, unless
-``--no-int8``, with their own linear layers in int8 as ``Parser.load(int8=True)``), the time to
+For each parser (``--models``, default ``accurate`` and ``fast``; float32 weights as loaded
+and, unless ``--no-int8``, in int8 as ``Parser.load(int8=True)``), the time to
 load it and parse every line of a raw-text file (PTB tokenization inside, batches sorted
 by length, inference mode), as ``treeattn parse`` does; two inputs: the 413 test sentences
 of the PTB sample (their words joined by spaces, brackets and quotes written as in text)
 and 2,000 lines of Multi30k val English (its 1,014 lines repeated). Each measurement is
 the median of ``--repeats`` runs in interleaved rounds. Then EVALB F1, tagging accuracy
 and UAS/LAS on the test split (gold words, as ``treeattn evaluate``), float32 against
-int8, and for the accurate parser with its pretrained encoder's layers in int8 as well
-(per tensor, per output channel), which ``int8`` leaves in float32.
+int8, and for the accurate parser with the rest of its pretrained encoder in int8 as
+well (its feed-forward layers, which ``int8`` leaves in float32; per tensor, per output
+channel).
 
     OMP_NUM_THREADS=2 python -m benchmarks.parse_speed --threads 2
 """
@@ -79,8 +80,8 @@ def label(model: str, int8: bool) -> str:
 
 
 def accuracy(model: str, int8: bool, encoder_qconfig: Any = None) -> dict[str, float]:
-    """Test-split scores; with ``encoder_qconfig`` a pretrained encoder's linear layers are
-    quantized too (what ``int8`` leaves out), to show what that costs."""
+    """Test-split scores; with ``encoder_qconfig`` a pretrained encoder's float32 linear
+    layers are quantized too (what ``int8`` leaves out), to show what that costs."""
     parser = Parser.load(model, device="cpu", int8=int8)
     network = parser.model
     if encoder_qconfig is not None:
@@ -104,6 +105,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["accurate", "fast"])
     parser.add_argument("--no-int8", action="store_true", help="float32 weights only")
     parser.add_argument("--lines", type=int, default=2000, help="Multi30k lines (2000)")
+    parser.add_argument("--no-accuracy", action="store_true", help="speed only, no test scores")
     args = finish_run_arguments(parser.parse_args())
     if start_device(args) is None:
         return
@@ -139,11 +141,12 @@ def main() -> None:
             )
     markdown = markdown_table(["input (lines)", "parser", "seconds (median)", "sentences/s"], rows)
     scores = {}
-    if not args.quick:
+    if not args.quick and not args.no_accuracy:
         scores = {label(*v): accuracy(*v) for v in variants}
         if "accurate" in args.models and not args.no_int8:
             for name, qconfig in ENCODER_QCONFIGS.items():
-                scores[f"accurate int8, encoder too ({name})"] = accuracy("accurate", True, qconfig)
+                found = accuracy("accurate", True, qconfig)
+                scores[f"accurate int8, whole encoder ({name})"] = found
         markdown += "\n\nPTB sample test, gold words:\n\n" + markdown_table(
             ["parser", "F1", "tagging", "UAS", "LAS"],
             [[name, *(fmt(s[k], 2) for k in SCORES)] for name, s in scores.items()],

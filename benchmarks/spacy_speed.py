@@ -2,16 +2,17 @@
 
 For each input (the 413 test sentences of the PTB sample, their words joined by spaces as
 ``parse_speed`` writes them, and 2,000 lines of Multi30k val English), the time of
-``nlp.pipe`` over the lines (``spacy.blank("en")`` and the component, which cuts sentences by
-the parser's rule) against the parser's own ``parse(lines, split_sentences=True)``, the API
-``treeattn parse --split-sentences`` calls, on the same parser object, so that both parse the
-same sentences. Each time is the median of ``--repeats`` interleaved rounds (a random order
-each round) after a warm-up on a few lines; the parser is loaded once, outside the timing.
-The ratio is the parser's seconds over the component's (1.0: as fast; 0.9: 10% slower).
-Then agreement on the last round's output: the component's trees (``Span._.tree``) against
-the parser's, and, where spaCy's tokens are the parser's words, its heads, relations and
-tags against the parser's dependencies; on the PTB test, also against the brackets that
-``treeattn parse --split-sentences`` writes.
+``nlp.pipe`` over the lines (``spacy.blank("en")`` and the component, which cuts sentences
+by the parser's rule) against the parser's own ``parse`` of the sentences' words as
+``treeattn parse --split-sentences`` cuts them for brackets (its sentences and words, then
+the same API call), on the same parser object, so that both parse the same sentences. Each
+time is the median of ``--repeats`` interleaved rounds (a random order each round) after a
+warm-up on a few lines; the parser is loaded once, outside the timing. The ratio is the
+parser's seconds over the component's (1.0: as fast; 0.9: 10% slower). Then agreement on the
+last round's output: the component's trees (``Span._.tree``) against the parser's, and,
+where spaCy's tokens are the parser's words, its heads, relations and tags against the
+parser's dependencies; on the PTB test, also against the brackets that ``treeattn parse
+--split-sentences`` writes.
 
     OMP_NUM_THREADS=2 python -m benchmarks.spacy_speed --threads 2 --repeats 3
 """
@@ -39,6 +40,7 @@ from benchmarks.common import (
     write_results,
 )
 from benchmarks.parse_speed import multi30k_text, ptb_test_text
+from treeattn.cli.text import line_sentences
 from treeattn.trees import Tree
 
 WARM_UP_LINES = 20
@@ -65,6 +67,12 @@ def agreement(docs: list[Any], parsed: list[Any]) -> dict[str, int]:
     counts["tokens_are_words"] = one_to_one
     counts["same_dependencies"] = same_dependencies
     return counts
+
+
+def ptb_words(lines: list[str]) -> list[list[str]]:
+    """The words of each sentence of ``lines`` as ``treeattn parse --split-sentences`` cuts
+    them for brackets (the Penn Treebank's cut, whatever the parser's dependencies)."""
+    return [sentence.words for sentence in line_sentences(lines, "input", split=True)]
 
 
 def cli_brackets(lines: list[str], model: str) -> list[str]:
@@ -104,7 +112,7 @@ def main() -> None:
     order = random.Random(args.seed)
     for name, lines in inputs.items():
         steps = {
-            PARSER: lambda text: api.parse(text, split_sentences=True),
+            PARSER: lambda text: api.parse(ptb_words(text)),
             COMPONENT: lambda text: list(nlp.pipe(text)),
         }
         for step in steps.values():  # warm-up: first-call allocations
