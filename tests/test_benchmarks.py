@@ -27,10 +27,12 @@ ROOT = Path(__file__).parents[1]
         "spacy_speed",
         "lm_speed",
         "ewt_tags",
+        "ewt_conll18",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
-    if script in ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags"):
+    needs_data = ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags")
+    if script in (*needs_data, "ewt_conll18"):
         # Multi30k, the PTB sample, BLiMP, EWT; skips without them
         request.getfixturevalue("shared_data")
     if script == "spacy_speed":
@@ -60,6 +62,11 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
             assert counts["same_tree"] == counts["sentences"] == counts["component_sentences"]
             assert counts["same_dependencies"] == counts["tokens_are_words"] > 0
         assert results["agreement"]["PTB test"]["same_as_cli"] == 20
+    if script == "ewt_conll18":  # gold words align every word, questions are a part
+        found = results["results"]["accurate"]
+        words = found["gold words"]["all"]["Words"]
+        assert words["correct"] == words["gold"] == words["predicted"] > 0
+        assert 0 < found["questions"] < found["sentences"] == 40
     if script == "parser_chart":
         # Batched and one sentence at a time give the same loss (the library rows, when
         # installed, are reported, not asserted).

@@ -198,9 +198,11 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
     error = (rebuilt.model.backbone.encoder.layers[2].query.weight - trained).abs()
     assert bool((error <= step / 2 + 1e-6).all()) and bool((trained != source).any())
     assert len(rebuilt.parse(sentences)) == 2
-    # int8 quantizes the parser's own layers and leaves the pretrained ones in float32.
+    # int8 quantizes the parser's own layers and the pretrained attention projections,
+    # and leaves the pretrained feed-forward layers in float32.
     modules = dict(Parser.load(path, device="cpu", int8=True).model.named_modules())
-    assert type(modules["backbone.encoder.layers.2.query"]) is torch.nn.Linear
+    assert type(modules["backbone.encoder.layers.2.query"]) is not torch.nn.Linear
+    assert type(modules["backbone.encoder.layers.2.feed_in"]) is torch.nn.Linear
     assert type(modules["content"]) is not torch.nn.Linear
 
     with safe_open(str(path), "pt") as f:

@@ -1,6 +1,7 @@
-"""The two parsers shipped with treeattn: ``accurate`` (the default, on MiniLM) and ``fast``
-(from scratch), by name; int8 quantization of their own layers; old records of "the
-shipped parser"."""
+"""The parsers shipped with treeattn: ``accurate`` (the default: on MiniLM, trained on the
+PTB sample and UD English EWT), ``fast`` (from scratch) and ``accurate-ptb`` (the accurate
+parser before, PTB sample alone), by name; int8 quantization of their own layers; old
+records of "the shipped parser"."""
 
 import importlib.metadata
 import shutil
@@ -13,7 +14,7 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
 from treeattn.models.weights import WeightsError
 from treeattn.parsing import Parser
-from treeattn.parsing.parser import SHIPPED, model_path
+from treeattn.parsing.parser import RESOURCES, SHIPPED, model_path
 from treeattn.parsing.tree_source import TreeSource, file_sha256, parser_identity
 from treeattn.trees import Tree
 
@@ -37,7 +38,9 @@ def test_the_shipped_parsers_are_found_by_name_and_the_default_is_accurate():
     assert model_path("fast") == SHIPPED["fast"]
     for path in SHIPPED.values():
         assert path.with_suffix(".md").is_file()  # every shipped parser has its card
-    with pytest.raises(FileNotFoundError, match="the shipped parsers: accurate, fast"):
+    with pytest.raises(
+        FileNotFoundError, match="the shipped parsers: accurate, fast, accurate-ptb"
+    ):
         model_path("acurate")
 
 
@@ -63,7 +66,44 @@ def test_the_accurate_parser_reads_the_cat_sat_on_the_mat():
     assert parsed.tree == Tree.parse(
         "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
     )
+    # Universal Dependencies by default; the tree's head-rule conversion beside them.
+    assert parsed.dependencies.heads == [2, 3, 0, 6, 6, 3, 3]
+    assert parsed.dependencies.relations == ["det", "nsubj", "root", "case", "det", "obl", "punct"]
+    assert parsed.ud is parsed.dependencies
+    assert parsed.tree_dependencies.heads == [2, 3, 0, 3, 6, 4, 3]
+
+
+@needs_minilm
+def test_the_accurate_parser_tags_a_question_and_an_imperative():
+    parser = Parser.load(device="cpu")
+    question, imperative = parser.parse(
+        ["Where did you put the keys?", "Please send me the report by Friday."]
+    )
+    assert question.dependencies.xpos == ["WRB", "VBD", "PRP", "VB", "DT", "NNS", "."]
+    assert imperative.dependencies.xpos == ["UH", "VB", "PRP", "DT", "NN", "IN", "NNP", "."]
+    assert imperative.dependencies.relations[1] == "root"
+
+
+@needs_minilm
+def test_the_parser_shipped_as_accurate_before_still_loads_by_name_and_file():
+    old = RESOURCES / "parser-ptb-minilm.safetensors"
+    assert SHIPPED["accurate-ptb"] == old
+    parser = Parser.load(old, device="cpu")
+    assert not parser.ud and parser.default_dependencies == "tree"
+    parsed = parser.parse(["The cat sat on the mat."])[0]
     assert parsed.dependencies.heads == [2, 3, 0, 3, 6, 4, 3]
+    assert parsed.dependencies.relations[0] == "NP/DT"
+
+
+def test_a_record_of_the_accurate_parser_before_names_its_file():
+    record = {
+        "source": "parser",
+        "path": "accurate",
+        "sha256": file_sha256(SHIPPED["accurate-ptb"]),
+    }
+    assert TreeSource.trained(record).parser == "accurate-ptb"
+    now = {**record, "sha256": file_sha256(SHIPPED["accurate"])}
+    assert TreeSource.trained(now).parser == "accurate"
 
 
 @needs_minilm
@@ -90,6 +130,20 @@ def test_int8_quantizes_the_parsers_own_linear_layers_only():
     words = [["The", "cat", "sat", "on", "the", "mat", "."], ["Dogs", "bark", "."]]
     for a, b in zip(parser.parse(words), float_parser.parse(words), strict=True):
         assert a.tree.leaves() == b.tree.leaves()
+
+
+@needs_minilm
+def test_int8_quantizes_the_encoders_attention_projections_but_not_its_feed_forward():
+    parser = Parser.load(device="cpu", int8=True)
+    modules = dict(parser.model.named_modules())
+    layer = "backbone.encoder.layers.2."
+    for name in ("query", "key", "value", "attention_out"):
+        assert isinstance(modules[layer + name], DynamicLinear)
+        assert modules[layer + name].weight().qscheme() == torch.per_channel_affine
+    for name in ("feed_in", "feed_out"):
+        assert type(modules[layer + name]) is torch.nn.Linear
+    parsed = parser.parse(["The cat sat on the mat."])[0]
+    assert parsed.tree.leaves() == ["The", "cat", "sat", "on", "the", "mat", "."]
 
 
 def test_int8_is_refused_off_the_cpu():

@@ -16,8 +16,10 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
         "parse",
         help="parse raw text: one sentence a line, trees out",
         description="Parse sentences, one per line, with the label attention parser (by "
-        "default the accurate one shipped with treeattn, trained on the PTB sample). Sentences "
-        "are tokenized as the Penn Treebank is, URLs and e-mail addresses kept whole "
+        "default the accurate one shipped with treeattn, trained on the PTB sample and UD "
+        "English-EWT: trees, Penn Treebank tags, Universal Dependencies). Sentences "
+        "are tokenized as the Penn Treebank is (as UD English-EWT is where the output is "
+        "Universal Dependencies), URLs and e-mail addresses kept whole "
         "(--tokenized: words split on spaces, as given); a line is one sentence, or with "
         "--split-sentences as many as it holds. Output comes in input order, one bracketed "
         "tree a line or CoNLL-U, whose FORMs, SpaceAfter=No and '# text' comments give back "
@@ -27,9 +29,10 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
     p.add_argument(
         "--model",
-        help="accurate (default: the parser on the pretrained MiniLM encoder), fast (trained "
-        "from scratch, faster), or a parser file (.safetensors, or a checkpoint "
-        "of a parse run)",
+        help="accurate (default: the parser on the pretrained MiniLM encoder, trained on the "
+        "PTB sample and UD English-EWT), fast (trained from scratch on the PTB sample, "
+        "faster), accurate-ptb (the accurate parser before, PTB sample alone), or a parser "
+        "file (.safetensors, or a checkpoint of a parse run)",
     )
     p.add_argument(
         "--int8",

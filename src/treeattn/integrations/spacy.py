@@ -7,22 +7,24 @@
 >>> list(doc.sents)[0]._.parse_string
 '(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))'
 >>> [(token.text, token.dep_, token.head.text) for token in doc[:3]]
-[('The', 'NP/DT', 'cat'), ('cat', 'S/NP', 'sat'), ('sat', 'root', 'sat')]
+[('The', 'det', 'cat'), ('cat', 'nsubj', 'sat'), ('sat', 'root', 'sat')]
 
 The component is registered under that name when this module is imported and, through the
 ``spacy_factories`` entry point, for spaCy itself to find without it. Each sentence of a
 doc (the doc's own sentences when a component before set them, else cut by the parser's
 sentence rule, ``treeattn.trees.tokenize.sentence_spans``) is read as ``treeattn parse``
-reads a line, and its tree is carried onto the doc's tokens by characters
-(``treeattn.integrations.projection`` states the rules for tokens the parser splits or
-joins and for white space). Its config:
+reads a line for its brackets (the Penn Treebank's cut into words), and its tree is carried
+onto the doc's tokens by characters (``treeattn.integrations.projection`` states the rules
+for tokens the parser splits or joins and for white space). Its config:
 
-- ``model``: ``accurate`` (default), ``fast`` or a parser file; ``int8``: the parser's own
-  linear layers in int8 (CPU);
+- ``model``: ``accurate`` (default), ``fast``, ``accurate-ptb`` or a parser file;
+  ``int8``: linear layers in int8 (CPU), as ``Parser.load(int8=True)``;
 - ``batch_size``: sentences parsed together, across the docs of ``nlp.pipe`` (whose own
   ``batch_size`` counts docs handed over);
 - ``set_tags``: write each token's ``tag_``; ``set_dependencies``: write ``head`` and
-  ``dep_``, the head-rule dependencies of the tree (``treeattn parse --format conllu``);
+  ``dep_``, the parser's default dependencies as ``treeattn parse --format conllu`` writes
+  them: Universal Dependencies from ``accurate``, the tree's head-rule PHRASE/CHILD
+  relations from ``fast`` and ``accurate-ptb``;
 - ``set_sents``: mark the starts of the sentences the component cut, on a doc that came
   without them (spaCy reads sentences off written dependencies in any case);
 - ``long_sentences``: a sentence of more words than the parser reads (``Parser.max_length``)

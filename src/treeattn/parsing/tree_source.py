@@ -143,6 +143,11 @@ class TreeSource:
         if parser is None:
             named = _OLD_SHIPPED_NAME.get(record.get("path", ""), record.get("path"))
             parser = named if named in SHIPPED else None
+            if parser is not None and record.get("sha256") != file_sha256(SHIPPED[parser]):
+                # A name given to another file since (``accurate``): the shipped parser
+                # that has the record's hash, if one does.
+                same = [n for n, path in SHIPPED.items() if file_sha256(path) == record["sha256"]]
+                parser = same[0] if same else parser
         return cls(record["source"], parser, trained_on=record)
 
     def record(self) -> dict[str, str]:
