@@ -412,3 +412,16 @@ def test_minilm_equals_transformers_bert_on_the_same_weights():
     assert len(ours) == len(theirs) == 7
     for got, expected in zip(ours, theirs, strict=True):
         torch.testing.assert_close(got[keep], expected[keep], rtol=0, atol=1e-5)
+
+
+def test_a_half_precision_bert_loads_as_float32():
+    from treeattn.models.bert import BertConfig, BertEncoder
+
+    state = {
+        k: v.half() if v.is_floating_point() else v for k, v in random_bert_state(CONFIG).items()
+    }
+    with torch.device("meta"):
+        encoder = BertEncoder(BertConfig.from_dict(CONFIG))
+    encoder.load_bert_state(state)
+    assert {p.dtype for p in encoder.parameters()} == {torch.float32}
+    assert not any(p.is_meta for p in encoder.parameters())

@@ -196,10 +196,14 @@ class BertEncoder(nn.Module):
         return from_bert_names(files.state)
 
     def load_bert_state(self, state: dict[str, Tensor]) -> None:
-        """Load weights named as BERT names them; every parameter must be there. The
+        """Load weights named as BERT names them; every parameter must be there. Float32
         tensors become the parameters as they are (an encoder built on the meta device
-        takes them without a copy)."""
-        self.load_state_dict(from_bert_names(state), strict=True, assign=True)
+        takes them without a copy); half-precision files are widened to float32."""
+        weights = {
+            name: value.float() if value.is_floating_point() else value
+            for name, value in from_bert_names(state).items()
+        }
+        self.load_state_dict(weights, strict=True, assign=True)
 
     def forward(
         self, piece_ids: Tensor, pad_mask: Tensor, syntax: LayerEdits | None = None
