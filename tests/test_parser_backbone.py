@@ -108,8 +108,8 @@ def test_a_frozen_backbone_gets_no_gradient(tmp_path, tiny_dir, toy_treebank):
     assert model.content.weight.grad is not None
 
 
-@pytest.mark.parametrize("pooling", ["first", "mean"])
-def test_a_padded_batch_scores_each_sentence_as_alone(tiny_dir, pooling):
+def tiny_parser(tiny_dir, pooling="first"):
+    """A small double-precision parser on the tiny BERT, its toy examples and their data."""
     cfg = ParseTask.config_from_dict(
         {
             "task": "parse",
@@ -134,8 +134,12 @@ def test_a_padded_batch_scores_each_sentence_as_alone(tiny_dir, pooling):
     vocab = ParserVocab.fit(examples, 1)
     task = ParseTask(cfg)
     task.vocab = vocab
-    model = task.build_model().double().eval()
-    data = encode(examples, vocab)
+    return task.build_model().double().eval(), examples, encode(examples, vocab)
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_a_padded_batch_scores_each_sentence_as_alone(tiny_dir, pooling):
+    model, examples, data = tiny_parser(tiny_dir, pooling)
 
     def run(indices):
         batch = data.batch(indices)
@@ -211,3 +215,13 @@ def test_a_backbone_parser_file_holds_the_tuned_weights_and_parses_the_same(
     save_file(stored, str(wrong), metadata={**meta, "backbone_sha256": "0" * 64})
     with pytest.raises(WeightsError, match="sha256"):
         Parser.load(wrong, device="cpu")
+
+
+def test_batches_pad_by_the_backbones_pieces(tiny_dir):
+    model, examples, _ = tiny_parser(tiny_dir)
+    sentences = [ex.words for ex in examples]
+    widths = [len(ids) for ids, _ in model.backbone.splitter.rows(sentences)]
+    assert model.batch_lengths(sentences) == widths
+    assert widths != [len(words) + 2 for words in sentences]  # some word makes pieces
+    model.backbone = None  # without one, the words (and start and stop) pad
+    assert model.batch_lengths(sentences) == [len(words) + 2 for words in sentences]

@@ -75,6 +75,12 @@ class PieceSplitter:
         """The splitter of a source's tokenizer, for its model's positions."""
         return cls(files.tokenizer, max_positions(files.config))
 
+    def counts(self, sentences: Sequence[Sequence[str]]) -> list[int]:
+        """How many pieces each PTB-tokenized sentence makes, the special ones included (the
+        width of its row in ``rows``)."""
+        texts = [detokenize(words)[0] for words in sentences]
+        return [len(encoding.ids) for encoding in self.tokenizer.encode_batch(texts)]
+
     def rows(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[int], list[int]]]:
         """Each PTB-tokenized sentence's piece ids (with the tokenizer's special pieces) and
         the word of each piece (-1 for none); a sentence with more pieces than the model's

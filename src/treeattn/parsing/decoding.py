@@ -180,12 +180,15 @@ def parse_all(
     dependencies: str = INDEPENDENT,
     treebank: str = "",
 ) -> list[Parsed]:
-    """Every sentence of ``data`` decoded, in its order, in batches of similar length of at
-    most ``max_tokens`` padded tokens. With ``gold_tags`` the constituency trees carry the
-    examples' own tags (for EVALB); ``progress`` shows a bar; ``dependencies`` and
-    ``treebank`` as ``decode`` reads them."""
+    """Every sentence of ``data`` decoded, in its order, in batches of similar length
+    (``batch_lengths``) of at most ``max_tokens`` padded tokens. With ``gold_tags`` the
+    constituency trees carry the examples' own tags (for EVALB); ``progress`` shows a bar;
+    ``dependencies`` and ``treebank`` as ``decode`` reads them."""
     found: dict[int, Parsed] = {}
-    batches = bucket_batches(data.lengths, max_tokens, False)
+    # Sorted by what pads most: with a backbone, its pieces (PTB test: 6% padded pieces
+    # against 31% sorted by words).
+    lengths = network.batch_lengths([ex.words for ex in data.examples])
+    batches = bucket_batches(lengths, max_tokens, False)
     # A bar only on a terminal (tqdm reads disable=None so): a log file gets none.
     bar = tqdm(total=len(data), unit="sentence", disable=None if progress else True, leave=False)
     with evaluating(network), bar:

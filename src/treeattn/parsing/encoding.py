@@ -107,7 +107,9 @@ def encode_chars(words: Sequence[str], vocab: ParserVocab) -> torch.Tensor:
     rows = [[chars.index.get(START, chars.unk_id)]]
     rows += [chars.encode(list(word)) for word in words]
     rows += [[chars.index.get(STOP, chars.unk_id)]]
-    return pad_ids(rows)[0]
+    width = max(len(row) for row in rows)
+    # One tensor from padded lists: a tensor a word costs more than the padding.
+    return torch.tensor([row + [0] * (width - len(row)) for row in rows])
 
 
 def gold_spans(tree: Tree | None, labels: LabelSet) -> list[tuple[int, int, int]] | None:

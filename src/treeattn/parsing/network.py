@@ -214,6 +214,13 @@ class LabelAttentionParser(nn.Module):
             x = self.ff_norm(x + self.dropout(self.feed_forward(x)))
         return x
 
+    def batch_lengths(self, sentences: Sequence[Sequence[str]]) -> list[int]:
+        """Each sentence's length where a batch pads the most work: its backbone's pieces
+        (the backbone costs most of a pass), else its words with the start and stop tokens."""
+        if self.backbone is None:
+            return [len(words) + 2 for words in sentences]
+        return self.backbone.splitter.counts(sentences)
+
     def backbone_vectors(
         self, sentences: Sequence[Sequence[str]] | None, width: int
     ) -> torch.Tensor:

@@ -144,6 +144,8 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
 
 def _ud_pieces(form: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each piece of one word as EWT cuts it (``as_ud``)."""
+    if not any(char in form for char in "-/’") and not form.endswith(".."):
+        return [(0, len(form))]  # most words: nothing below can cut them
     clitic = _UD_CLITIC.search(form)
     if clitic is None and "." not in form.rstrip("."):
         clitic = _UD_DOTS.search(form)
