@@ -7,11 +7,12 @@ load it and parse every line of a raw-text file (PTB tokenization inside, batche
 by length, inference mode), as ``treeattn parse`` does; two inputs: the 413 test sentences
 of the PTB sample (their words joined by spaces, brackets and quotes written as in text)
 and 2,000 lines of Multi30k val English (its 1,014 lines repeated). Each measurement is
-the median of ``--repeats`` runs in interleaved rounds. Then EVALB F1, tagging accuracy
-and UAS/LAS on the test split (gold words, as ``treeattn evaluate``), float32 against
-int8, and for the accurate parser with the rest of its pretrained encoder in int8 as
-well (its feed-forward layers, which ``int8`` leaves in float32; per tensor, per output
-channel).
+the median of ``--repeats`` runs in interleaved rounds. Then the scores of
+``treeattn evaluate`` on the split ``--split`` (gold words: EVALB F1, tags, UAS/LAS; the
+joint parser's EWT scores too), float32 against int8, and for the accurate parser with
+more of its pretrained encoder in int8 (its feed-forward layers, which ``int8`` leaves in
+float32: each of the two, both per output channel, both per tensor). Choose on dev
+(``--split dev --no-speed``), report on test.
 
     OMP_NUM_THREADS=2 python -m benchmarks.parse_speed --threads 2
 """
@@ -46,13 +47,18 @@ from treeattn.data.ptb import load_ptb_sample
 from treeattn.parsing import Parser
 from treeattn.tasks.parse import ParseTask
 
-# PTB escapes written back as the characters a text has.
-SCORES = ("f1", "tagging", "uas", "las")
-# Ways to quantize the pretrained encoder's layers as well, scored beside ``int8``.
-ENCODER_QCONFIGS = {
-    "per tensor": default_dynamic_qconfig,
-    "per channel": per_channel_dynamic_qconfig,
+# The scores shown, where a parser has them: PTB F1 and tags (``tagging_ptb`` for the joint
+# parser), EWT tags in the WSJ's convention and EWT's own, UAS/LAS.
+SCORES_SHOWN = ("f1", "tagging", "tagging_ptb", "tagging_ud", "tagging_ud_raw", "uas", "las")
+# More of the pretrained encoder in int8 than ``int8`` puts there, scored beside it: its
+# feed-forward layers (a layer's last name), with a scale per output channel or per tensor.
+ENCODER_INT8 = {
+    "feed-forward in": (("feed_in",), per_channel_dynamic_qconfig),
+    "feed-forward out": (("feed_out",), per_channel_dynamic_qconfig),
+    "feed-forward": (("feed_in", "feed_out"), per_channel_dynamic_qconfig),
+    "feed-forward, per tensor": (("feed_in", "feed_out"), default_dynamic_qconfig),
 }
+# PTB escapes written back as the characters a text has.
 TEXT_OF = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "``": '"', "''": '"'}
 
 
@@ -79,33 +85,48 @@ def label(model: str, int8: bool) -> str:
     return f"{model} int8" if int8 else model
 
 
-def accuracy(model: str, int8: bool, encoder_qconfig: Any = None) -> dict[str, float]:
-    """Test-split scores; with ``encoder_qconfig`` a pretrained encoder's float32 linear
-    layers are quantized too (what ``int8`` leaves out), to show what that costs."""
+def accuracy(
+    model: str,
+    int8: bool,
+    split: str,
+    more: tuple[tuple[str, ...], Any] | None = None,
+    limit: int | None = None,
+) -> dict[str, float]:
+    """Scores on ``split`` (``limit`` of its sentences, spread over it) as ``treeattn
+    evaluate`` gives them; ``more``: (names, qconfig) of a pretrained encoder's float32
+    linear layers to quantize as well (``ENCODER_INT8``), to show what that costs."""
     parser = Parser.load(model, device="cpu", int8=int8)
     network = parser.model
-    if encoder_qconfig is not None:
+    if more is not None:
+        names, qconfig = more
         layers = {
-            name: encoder_qconfig
+            name: qconfig
             for name, module in network.named_modules()
-            if name.startswith("backbone.") and type(module) is torch.nn.Linear
+            if name.startswith("backbone.")
+            and type(module) is torch.nn.Linear
+            and name.rsplit(".", 1)[-1] in names
         }
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             network = quantize_dynamic(network, layers, dtype=torch.qint8)
     task = ParseTask.from_parser(parser)
-    examples, where = task.read("test")
+    examples, where = task.read(split)
+    if limit is not None:  # spread over the split: the joint parser's EWT is its second half
+        examples = examples[:: max(1, len(examples) // limit)][:limit]
     scores = task.evaluate(network, task.encode(examples, where), parser.device)
-    return {k: scores[k] for k in SCORES}
+    return {k: v for k, v in scores.items() if isinstance(v, float)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_run_arguments(parser, "parse_speed.json and .md", 0.0, "20 lines of each input", 3)
+    quick = "20 lines of each input, 20 sentences scored"
+    add_run_arguments(parser, "parse_speed.json and .md", 0.0, quick, 3)
     parser.add_argument("--models", nargs="+", default=["accurate", "fast"])
     parser.add_argument("--no-int8", action="store_true", help="float32 weights only")
     parser.add_argument("--lines", type=int, default=2000, help="Multi30k lines (2000)")
-    parser.add_argument("--no-accuracy", action="store_true", help="speed only, no test scores")
+    parser.add_argument("--no-accuracy", action="store_true", help="speed only, no scores")
+    parser.add_argument("--no-speed", action="store_true", help="scores only")
+    parser.add_argument("--split", default="test", choices=["dev", "test"], help="(test)")
     args = finish_run_arguments(parser.parse_args())
     if start_device(args) is None:
         return
@@ -113,6 +134,8 @@ def main() -> None:
     inputs = {"PTB test": ptb_test_text(), "Multi30k val": multi30k_text(args.lines)}
     if args.quick:
         inputs = {name: lines[:20] for name, lines in inputs.items()}
+    if args.no_speed:
+        inputs = {}
     variants = [(m, q) for m in args.models for q in ((False,) if args.no_int8 else (False, True))]
     rows, speed = [], []
     for name, lines in inputs.items():
@@ -139,17 +162,23 @@ def main() -> None:
                     "seconds": seconds,
                 }
             )
-    markdown = markdown_table(["input (lines)", "parser", "seconds (median)", "sentences/s"], rows)
+    markdown = ""
+    if speed:
+        header = ["input (lines)", "parser", "seconds (median)", "sentences/s"]
+        markdown = markdown_table(header, rows) + "\n\n"
     scores = {}
-    if not args.quick and not args.no_accuracy:
-        scores = {label(*v): accuracy(*v) for v in variants}
+    if not args.no_accuracy:
+        limit = 20 if args.quick else None
+        scores = {label(*v): accuracy(*v, args.split, limit=limit) for v in variants}
         if "accurate" in args.models and not args.no_int8:
-            for name, qconfig in ENCODER_QCONFIGS.items():
-                found = accuracy("accurate", True, qconfig)
-                scores[f"accurate int8, whole encoder ({name})"] = found
-        markdown += "\n\nPTB sample test, gold words:\n\n" + markdown_table(
-            ["parser", "F1", "tagging", "UAS", "LAS"],
-            [[name, *(fmt(s[k], 2) for k in SCORES)] for name, s in scores.items()],
+            for name, more in ENCODER_INT8.items():
+                found = accuracy("accurate", True, args.split, more, limit)
+                scores[f"accurate int8 + {name}"] = found
+        shown = [k for k in SCORES_SHOWN if any(k in s for s in scores.values())]
+        title = f"The {args.split} split, gold words (PTB sample; the joint parser's EWT too):"
+        markdown += f"{title}\n\n" + markdown_table(
+            ["parser", *shown],
+            [[name, *(fmt(s.get(k), 2) for k in shown)] for name, s in scores.items()],
         )
     info = machine_info(torch.device("cpu"))
     print(f"{machine_line(info)}\n\n{markdown}")

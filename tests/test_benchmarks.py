@@ -28,10 +28,12 @@ ROOT = Path(__file__).parents[1]
         "lm_speed",
         "ewt_tags",
         "ewt_conll18",
+        "parse_speed",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
     needs_data = ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags")
+    needs_data += ("parse_speed",)
     if script in (*needs_data, "ewt_conll18"):
         # Multi30k, the PTB sample, BLiMP, EWT; skips without them
         request.getfixturevalue("shared_data")
@@ -67,6 +69,11 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         words = found["gold words"]["all"]["Words"]
         assert words["correct"] == words["gold"] == words["predicted"] > 0
         assert 0 < found["questions"] < found["sentences"] == 40
+    if script == "parse_speed":  # int8 and the encoder's layers in int8 are scored too
+        scores = results["scores"]
+        assert len(results["speed"]) == 8 and len(scores) == 8
+        assert all(0 < found["f1"] <= 100 for found in scores.values())
+        assert "las" in scores["accurate int8 + feed-forward"]
     if script == "parser_chart":
         # Batched and one sentence at a time give the same loss (the library rows, when
         # installed, are reported, not asserted).
