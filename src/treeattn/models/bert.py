@@ -104,14 +104,22 @@ _ACTIVATIONS = {
 }
 
 
+def _embedding(rows: int, dim: int) -> nn.Embedding:
+    """An embedding table; on the meta device (its weights to come from a file) without
+    the random values, whose meta kernel imports torch's compiler (1.5 s of a parse)."""
+    if torch.get_default_device().type == "meta":
+        return nn.Embedding.from_pretrained(torch.empty(rows, dim), freeze=False)
+    return nn.Embedding(rows, dim)
+
+
 class BertEmbeddings(nn.Module):
     """Word, position and token-type embeddings, summed, then LayerNorm."""
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
-        self.words = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.types = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.words = _embedding(config.vocab_size, config.hidden_size)
+        self.positions = _embedding(config.max_position_embeddings, config.hidden_size)
+        self.types = _embedding(config.type_vocab_size, config.hidden_size)
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
