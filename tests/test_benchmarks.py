@@ -71,7 +71,7 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         assert 0 < found["questions"] < found["sentences"] == 40
     if script == "parse_speed":  # int8 and the encoder's layers in int8 are scored too
         scores = results["scores"]
-        assert len(results["speed"]) == 8 and len(scores) == 8
+        assert len(results["speed"]) == 12 and len(scores) == 8  # 3 inputs, 4 parsers
         assert all(0 < found["f1"] <= 100 for found in scores.values())
         assert "las" in scores["accurate int8 + feed-forward"]
     if script == "parser_chart":
