@@ -430,8 +430,8 @@ def quantized(model: LabelAttentionParser) -> LabelAttentionParser:
     pretrained backbone's attention projections, one scale an output channel. Two kinds
     stay float32: the span classifier's first layer (the span scores read its weight
     directly, ``span_scores``) and the backbone's feed-forward layers, which in int8 cost
-    the joint MiniLM parser 0.3 dev F1 and LAS where its attention projections cost
-    nothing measurable (docs/RESULTS.md, "Shipping the joint parser")."""
+    the shipped joint parser 0.5 dev F1 and LAS where its attention projections cost 0.1
+    (docs/RESULTS.md, "Shipping the joint parser")."""
     import warnings
 
     from torch.ao.quantization import (
