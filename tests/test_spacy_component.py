@@ -454,6 +454,27 @@ def test_a_saved_pipeline_whose_parser_changed_is_refused(nlp, tmp_path):
         component.from_bytes(json.dumps({"model": "fast", "sha256": "1" * 64}).encode())
 
 
+def test_a_pipeline_saved_with_a_shipped_parser_since_renamed_keeps_it(nlp, tmp_path):
+    # A pipeline saved when `accurate` was the file now shipped as `accurate-ptb`: here
+    # `fast` stands for the renamed file, `accurate` for the name that moved on.
+    nlp.to_disk(tmp_path / "pipeline")
+    file = tmp_path / "pipeline" / NAME / "parser.json"
+    saved = json.loads(file.read_text())
+    file.write_text(json.dumps({"model": "accurate", "sha256": saved["sha256"]}))
+    config = tmp_path / "pipeline" / "config.cfg"
+    config.write_text(config.read_text().replace('model = "fast"', 'model = "accurate"'))
+    with pytest.warns(UserWarning, match="saved with the parser 'accurate', shipped now as 'fast'"):
+        again = spacy.load(tmp_path / "pipeline")
+    component = again.get_pipe(NAME)
+    assert component.model == "fast" and component.sha256 == saved["sha256"]
+    text = "They said stop it. It stopped."
+    trees = [[s._.parse_string for s in pipeline(text).sents] for pipeline in (again, nlp)]
+    assert trees[0] == trees[1] and len(trees[0]) == 2
+    again.to_disk(tmp_path / "again")  # saved again, it loads again with the same file
+    with pytest.warns(UserWarning, match="saved with the parser 'fast'"):
+        assert spacy.load(tmp_path / "again").get_pipe(NAME).model == "fast"
+
+
 def test_the_parse_travels_with_a_serialized_doc(nlp):
     doc = nlp("They said stop it.")
     again = Doc(nlp.vocab).from_bytes(doc.to_bytes())

@@ -252,8 +252,26 @@ class TreeattnParser:
         return {"model": self.model, "sha256": self.sha256}
 
     def _check(self, reference: dict[str, Any], where: str) -> None:
-        """Refuse a saved pipeline whose parser is not the one this component loaded."""
-        if reference.get("sha256") != self.sha256:
+        """Refuse a saved pipeline whose parser is not the one this component loaded, but
+        for a shipped parser's name since given to another file (``accurate``, once
+        ``accurate-ptb``): the file the pipeline was saved with is loaded instead, with a
+        warning, so that the pipeline parses as it did."""
+        if reference.get("sha256") == self.sha256:
+            return
+        from treeattn.parsing.parser import SHIPPED, Parser
+        from treeattn.parsing.tree_source import shipped_with_sha256
+
+        saved_with = shipped_with_sha256(reference.get("sha256"))
+        if self.model in SHIPPED and saved_with is not None:
+            warnings.warn(
+                f"{where}: the pipeline was saved with the parser {reference.get('model')!r}, "
+                f"shipped now as {saved_with!r}, which it keeps; {self.model!r} names another "
+                f"now (a new pipeline with model = {self.model!r} uses it)",
+                stacklevel=2,
+            )
+            self.model, self.sha256 = saved_with, reference["sha256"]
+            self.parser = Parser.load(SHIPPED[saved_with], int8=self.int8)
+        else:
             raise ValueError(
                 f"{where}: the pipeline was saved with the parser {reference.get('model')!r} "
                 f"of sha256 {reference.get('sha256')}, but {self.model!r} is now a file of "

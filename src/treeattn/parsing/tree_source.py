@@ -64,6 +64,14 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def shipped_with_sha256(sha256: str | None) -> str | None:
+    """The name of the shipped parser whose file has ``sha256``, if one does: where a
+    record naming a parser by a name since given to another file (``accurate``) finds
+    the file it was made with."""
+    same = [name for name, path in SHIPPED.items() if file_sha256(path) == sha256]
+    return same[0] if same else None
+
+
 def parser_identity(path: str | None) -> dict[str, str]:
     """The parser a model's trees come from: its name or path as configured (the default's
     name when None) and its SHA-256."""
@@ -144,10 +152,8 @@ class TreeSource:
             named = _OLD_SHIPPED_NAME.get(record.get("path", ""), record.get("path"))
             parser = named if named in SHIPPED else None
             if parser is not None and record.get("sha256") != file_sha256(SHIPPED[parser]):
-                # A name given to another file since (``accurate``): the shipped parser
-                # that has the record's hash, if one does.
-                same = [n for n, path in SHIPPED.items() if file_sha256(path) == record["sha256"]]
-                parser = same[0] if same else parser
+                # A name given to another file since (``accurate``).
+                parser = shipped_with_sha256(record.get("sha256")) or parser
         return cls(record["source"], parser, trained_on=record)
 
     def record(self) -> dict[str, str]:
