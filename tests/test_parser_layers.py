@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,8 @@ def test_the_shipped_parser_saved_anew_parses_the_same(tmp_path):
     for before, after in zip(shipped.parse(sentences), again.parse(sentences), strict=True):
         assert before.tree.to_brackets() == after.tree.to_brackets()
         assert before.dependencies == after.dependencies
+    # Written aside and renamed, with the permissions of any new file here (the umask's).
+    assert [p.name for p in tmp_path.iterdir()] == ["again.safetensors"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

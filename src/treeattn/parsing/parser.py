@@ -18,6 +18,7 @@ pickle) whose metadata holds the config and vocabularies.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -210,7 +211,7 @@ class Parser:
         from. ``compact``: the parser's own weights as float16 and each tuned matrix of the
         backbone as its int8 change from the source (``deltas``; the scores stay the
         checkpoint's, docs/RESULTS.md); without it every weight written is float32, as trained."""
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
         dtype = torch.float16 if compact else torch.float32
         state = self.model.state_dict()
@@ -232,7 +233,14 @@ class Parser:
             meta["backbone_sha256"] = self.model.backbone.sha256
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        save_file(weights, str(path), metadata=meta)
+        # Whole or not at all, and with the permissions of any file written here
+        # (safetensors' own writer makes files only their owner can read).
+        partial = path.with_name(path.name + ".partial")
+        try:
+            partial.write_bytes(save(weights, metadata=meta))
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
         return path
 
     def _source_state(self) -> dict[str, torch.Tensor]:
