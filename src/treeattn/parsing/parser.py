@@ -379,7 +379,9 @@ class Parser:
         out = []
         for w, (tree, deps) in zip(words, parsed, strict=True):
             ud = deps if self.ud else None
-            parse = Parse(w, tree, deps, ud, deps if decoded == FROM_TREE else None)
+            parse = Parse(w, tree, deps, ud)
+            if decoded == FROM_TREE:  # the conversion is made already
+                parse._from_tree = deps
             if dependencies == FROM_TREE:
                 parse.dependencies = parse.tree_dependencies
             out.append(parse)
