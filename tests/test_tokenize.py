@@ -68,6 +68,14 @@ def test_a_currency_sign_is_a_word_as_the_dollar_is(text, words):
     assert [t.form for t in tokens] == [text[t.start : t.end] for t in tokens]
 
 
+def test_curly_double_quotes_are_words_as_straight_ones_are():
+    text = "He said “stop” twice."
+    assert tokenize(text) == ["He", "said", "``", "stop", "''", "twice", "."]
+    assert tokenize(text) == tokenize(text.replace("“", '"').replace("”", '"'))
+    forms = [token.form for token in tokenize_with_offsets(text, "ud")]
+    assert forms == ["He", "said", "“", "stop", "”", "twice", "."]
+
+
 def test_the_full_stop_of_an_inner_sentence_is_a_word():
     assert tokenize("I came home. Then I slept.") == [
         "I", "came", "home", ".", "Then", "I", "slept", ".",

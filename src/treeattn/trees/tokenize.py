@@ -121,14 +121,18 @@ _UD_BARE_CLITIC = re.compile(
     r"(?i)(?:do|does|did|ca|wo|could|would|should|is|was|are|ar|were|have|has|had|ai)"
     r"(?=nt$)|i(?=m$|ve$)|(?:you|they)(?=re$)|(?:that|there|what|he)(?=s$)"
 )
+# A number and the am, pm or k after it ("5pm", "11:30am", "65k"): two words in EWT (80
+# times in its training and dev splits, never one).
+_UD_NUMBER_UNIT = re.compile(r"(?i)\d+(?::\d\d)?(?=(?:am|pm|k)$)")
 
 
 def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     """Penn Treebank ``tokens`` of ``text`` cut as UD English EWT cuts words: hyphens and
     slashes inside compounds are words of their own, a clitic after a curly apostrophe
-    (``Iran’s``) is cut off, as is one written without an apostrophe (``dont``), and
-    runs of sentence punctuation, emoticons and hashtags are one word each. URLs and
-    e-mail addresses stay whole. Each token keeps its place."""
+    (``Iran’s``) is cut off, as is one written without an apostrophe (``dont``), a
+    number and its am, pm or k are two words (``5 pm``), and runs of sentence
+    punctuation, emoticons and hashtags are one word each. URLs and e-mail addresses stay
+    whole. Each token keeps its place."""
     cut: list[Token] = []
     for token in tokens:
         if _WHOLE.fullmatch(token.form):
@@ -153,7 +157,7 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
 
 def _ud_pieces(form: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each piece of one word as EWT cuts it (``as_ud``)."""
-    bare = _UD_BARE_CLITIC.match(form)
+    bare = _UD_BARE_CLITIC.match(form) or _UD_NUMBER_UNIT.match(form)
     if bare:
         return [(0, bare.end()), (bare.end(), len(form))]
     if not any(char in form for char in "-/’") and not form.endswith(".."):
@@ -238,6 +242,9 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
     masked = sentence
     for a, b in whole.items():
         masked = masked[:a] + "x" * (b - a) + masked[b:]
+    # Curly double quotes, which the rules do not know, read as straight ones: a word of
+    # their own (`` or '' by place), the curly one kept as the form.
+    masked = masked.replace("“", '"').replace("”", '"')
     tokens, position = [], 0
     rules = TreebankWordTokenizer().tokenize(masked)
     for piece in (part for word in rules for part in _split_currency(word)):
