@@ -76,6 +76,14 @@ def test_curly_double_quotes_are_words_as_straight_ones_are():
     assert forms == ["He", "said", "“", "stop", "”", "twice", "."]
 
 
+def test_an_opening_single_quote_is_a_word_but_an_apostrophe_is_not():
+    text = "It is 'normal' in the '90s, get 'em 'til 'twas rock 'n' roll. John's."
+    assert tokenize(text) == [
+        *["It", "is", "'", "normal", "'", "in", "the", "'90s", ",", "get", "'em", "'til"],
+        *["'t", "was", "rock", "'n", "'", "roll", ".", "John", "'s", "."],
+    ]
+
+
 def test_the_full_stop_of_an_inner_sentence_is_a_word():
     assert tokenize("I came home. Then I slept.") == [
         "I", "came", "home", ".", "Then", "I", "slept", ".",

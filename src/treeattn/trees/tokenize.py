@@ -247,7 +247,8 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
     masked = masked.replace("“", '"').replace("”", '"')
     tokens, position = [], 0
     rules = TreebankWordTokenizer().tokenize(masked)
-    for piece in (part for word in rules for part in _split_currency(word)):
+    pieces = (part for word in rules for part in _split_currency(word))
+    for piece in (part for word in pieces for part in _split_open_quote(word)):
         start = _find(masked, piece, position)
         end = whole.get(start) or start + _length(masked, piece, start)
         form = sentence[start:end]
@@ -255,6 +256,20 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
         tokens.append(Token(escape([word])[0], form, offset + start, offset + end))
         position = end
     return tokens
+
+
+# Words that begin with an apostrophe: clitics and elisions (the rules cut "'twas" as
+# "'t was"), not a quote and a word.
+_APOSTROPHE_WORDS = frozenset("'s 're 've 'll 'd 'm 't 'em 'til 'n 'cause".split())
+
+
+def _split_open_quote(piece: str) -> list[str]:
+    """``piece`` with an opening single quote a word of its own (``'normal'`` is three
+    words); the rules cut the closing one only."""
+    if len(piece) > 1 and piece[0] == "'" and piece[1].isalpha():
+        if piece.lower() not in _APOSTROPHE_WORDS:
+            return ["'", piece[1:]]
+    return [piece]
 
 
 def _split_currency(piece: str) -> list[str]:
