@@ -134,9 +134,10 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     """Penn Treebank ``tokens`` of ``text`` cut as UD English EWT cuts words: hyphens and
     slashes inside compounds are words of their own, a clitic after a curly apostrophe
     (``Iran’s``) is cut off, as is one written without an apostrophe (``dont``), a
-    number and its am, pm or k are two words (``5 pm``), and runs of sentence
-    punctuation, emoticons and hashtags are one word each. URLs and e-mail addresses stay
-    whole. Each token keeps its place."""
+    number and its am, pm or k are two words (``5 pm``), a range of numbers three
+    (``10 - 12``), and runs of sentence punctuation, emoticons and hashtags are one word
+    each. URLs, e-mail addresses and phone numbers stay whole. Each token keeps its
+    place."""
     cut: list[Token] = []
     for token in tokens:
         if _WHOLE.fullmatch(token.form):
