@@ -68,12 +68,14 @@ def test_a_currency_sign_is_a_word_as_the_dollar_is(text, words):
     assert [t.form for t in tokens] == [text[t.start : t.end] for t in tokens]
 
 
-def test_curly_double_quotes_are_words_as_straight_ones_are():
-    text = "He said “stop” twice."
-    assert tokenize(text) == ["He", "said", "``", "stop", "''", "twice", "."]
-    assert tokenize(text) == tokenize(text.replace("“", '"').replace("”", '"'))
-    forms = [token.form for token in tokenize_with_offsets(text, "ud")]
-    assert forms == ["He", "said", "“", "stop", "”", "twice", "."]
+def test_curly_quotes_and_apostrophes_are_cut_as_straight_ones_are():
+    text = "He said “stop” and ‘go’, don’t."
+    straight = "He said \"stop\" and 'go', don't."
+    words = [*["He", "said", "``", "stop", "''", "and", "'", "go", "'", ","], "do", "n't", "."]
+    assert tokenize(text) == tokenize(straight) == words
+    curly = ["He", "said", "“", "stop", "”", "and", "‘", "go", "’", ",", "do", "n’t", "."]
+    for scheme in ("ptb", "ud"):  # each curly one stays its word's form
+        assert [token.form for token in tokenize_with_offsets(text, scheme)] == curly
 
 
 def test_an_opening_single_quote_is_a_word_but_an_apostrophe_is_not():

@@ -102,8 +102,6 @@ UD_HYPHEN_PREFIXES = frozenset(
 )
 # A slash between two words of two letters or more is a word ("and / or"); "l/c" stays.
 _UD_SLASH = re.compile(r"(?<=[^\W\d_]{2})/(?=[^\W\d_]{2})")
-# Clitics after a curly apostrophe, cut as the rules cut them after a straight one.
-_UD_CLITIC = re.compile(r"(?i)(?<=\w)(n’t|’s|’re|’ve|’ll|’d|’m)$")
 # Runs EWT keeps as one word, which the rules cut: "!!", "?!", "....", "$$$", "<<",
 # "----==", emoticons (":)", ":-(", ";D") and hashtags ("#audiobooks").
 _UD_WHOLE = re.compile(
@@ -132,12 +130,11 @@ _UD_NUMBER_UNIT = re.compile(r"(?i)\d+(?::\d\d)?(?=(?:am|pm|k)$)")
 
 def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     """Penn Treebank ``tokens`` of ``text`` cut as UD English EWT cuts words: hyphens and
-    slashes inside compounds are words of their own, a clitic after a curly apostrophe
-    (``Iran’s``) is cut off, as is one written without an apostrophe (``dont``), a
-    number and its am, pm or k are two words (``5 pm``), a range of numbers three
-    (``10 - 12``), and runs of sentence punctuation, emoticons and hashtags are one word
-    each. URLs, e-mail addresses and phone numbers stay whole. Each token keeps its
-    place."""
+    slashes inside compounds are words of their own, a clitic written without an
+    apostrophe is cut off (``dont``), a number and its am, pm or k are two words
+    (``5 pm``), a range of numbers three (``10 - 12``), and runs of sentence punctuation,
+    emoticons and hashtags are one word each. URLs, e-mail addresses and phone numbers
+    stay whole. Each token keeps its place."""
     cut: list[Token] = []
     for token in tokens:
         if _WHOLE.fullmatch(token.form):
@@ -169,13 +166,11 @@ def _ud_pieces(form: str) -> list[tuple[int, int]]:
     if numbers and not (len(numbers[2]) == 4 and len(numbers[1]) in (1, 3, 5)):
         hyphen = numbers.end(1)
         return [(0, hyphen), (hyphen, hyphen + 1), (hyphen + 1, len(form))]
-    if not any(char in form for char in "-/’") and not form.endswith(".."):
+    if not any(char in form for char in "-/") and not form.endswith(".."):
         return [(0, len(form))]  # most words: nothing below can cut them
-    clitic = _UD_CLITIC.search(form)
-    if clitic is None and "." not in form.rstrip("."):
-        clitic = _UD_DOTS.search(form)
-    if clitic:
-        return [*_ud_pieces(form[: clitic.start()]), clitic.span()]
+    dots = _UD_DOTS.search(form) if "." not in form.rstrip(".") else None
+    if dots:
+        return [*_ud_pieces(form[: dots.start()]), dots.span()]
     cuts = [m.start() for m in _UD_SLASH.finditer(form)]
     start = 0
     for k, char in enumerate(form):
@@ -251,9 +246,10 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
     masked = sentence
     for a, b in whole.items():
         masked = masked[:a] + "x" * (b - a) + masked[b:]
-    # Curly double quotes, which the rules do not know, read as straight ones: a word of
-    # their own (`` or '' by place), the curly one kept as the form.
-    masked = masked.replace("“", '"').replace("”", '"')
+    # Curly quotes and apostrophes, which the rules do not know, read as straight ones
+    # (“ ” as ", ‘ ’ as '): cut as those are (`` and '' by place; "do n't", "Iran 's"),
+    # the curly one kept as the form.
+    masked = masked.translate(_CURLY)
     tokens, position = [], 0
     rules = TreebankWordTokenizer().tokenize(masked)
     pieces = (part for word in rules for part in _split_currency(word))
@@ -267,6 +263,7 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
     return tokens
 
 
+_CURLY = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
 # Words that begin with an apostrophe: clitics and elisions (the rules cut "'twas" as
 # "'t was"), not a quote and a word.
 _APOSTROPHE_WORDS = frozenset("'s 're 've 'll 'd 'm 't 'em 'til 'n 'cause".split())
