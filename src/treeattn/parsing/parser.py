@@ -70,8 +70,10 @@ DEFAULT_MODEL = "accurate"
 # The layers of a pretrained backbone (``models.bert``) that ``int8`` quantizes: the
 # attention's projections, not its feed-forward layers.
 BACKBONE_INT8 = ("query", "key", "value", "attention_out")
-# On the CPU, batches of fewer words pad less and parse faster: the accurate parser reads
-# the PTB test split 15% faster at 1,024 than at 4,096 (as in benchmarks/parse_speed).
+# On the CPU, smaller batches pad less and parse faster: the accurate parser read the PTB
+# test split 15% faster at 1,024 words a batch than at 4,096 (benchmarks/parse_speed);
+# batches of a backbone parser now count its pieces (``batch_lengths``), where 512-2,048
+# measured alike.
 CPU_MAX_TOKENS = 1024
 TASK = "parse"  # the task of the training runs whose checkpoints are parsers
 
