@@ -79,7 +79,8 @@ def multi30k_text(lines: int) -> list[str]:
 
 
 def parse_seconds(model: str, int8: bool, lines: list[str], threads: int | None) -> float:
-    """Load the parser and parse ``lines``, as ``treeattn parse`` does: wall seconds."""
+    """Load the parser and parse ``lines``, as ``treeattn parse`` does: wall seconds
+    (``threads`` are this process's, set already; ``process_seconds`` reads them)."""
     begin = time.perf_counter()
     Parser.load(model, device="cpu", int8=int8).parse(lines)
     return time.perf_counter() - begin
