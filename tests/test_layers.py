@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "treeattn"
 LAYERS = (
     ("errors",),
     ("utf8",),
+    ("write_aside",),
     ("trees",),
     ("structs", "metrics", "viz"),
     ("data",),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from treeattn.cli.status import OK
 from treeattn.utf8 import decode_utf8, read_utf8, text_lines
+from treeattn.write_aside import write_aside
 
 
 def read_lines(source: str, blank_lines: bool = False) -> tuple[list[str], str]:
@@ -46,12 +46,8 @@ def write_output(text: str, out: str | None) -> None:
         raise ValueError(f"{out}: is a directory; -o names the file to write")
     if not path.parent.is_dir():
         raise ValueError(f"{out}: the directory {path.parent} does not exist")
-    partial = path.with_name(path.name + ".partial")
-    try:
+    with write_aside(path) as partial:
         partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)  # written whole or not at all
 
 
 def run_on_lines(

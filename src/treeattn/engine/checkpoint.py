@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from treeattn.write_aside import write_aside
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     """Write atomically: a stop in the middle of saving leaves the previous file intact."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with write_aside(path) as partial:
+        torch.save(state, partial)
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

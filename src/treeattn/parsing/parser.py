@@ -18,7 +18,6 @@ pickle) whose metadata holds the config and vocabularies.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from treeattn.trees.tokenize import PTB as PTB_TOKENS
 from treeattn.trees.tokenize import UD as UD_TOKENS
 from treeattn.trees.tokenize import escape, sentence_spans, tokenize
 from treeattn.trees.tree import WHITESPACE
+from treeattn.write_aside import write_aside
 
 # Version 1 files hold vocabularies of version 1 (``ParserVocab.from_state`` reads both);
 # version 3 may store a tuned backbone's matrices as int8 changes (``deltas``).
@@ -237,12 +237,8 @@ class Parser:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all, and with the permissions of any file written here
         # (safetensors' own writer makes files only their owner can read).
-        partial = path.with_name(path.name + ".partial")
-        try:
+        with write_aside(path) as partial:
             partial.write_bytes(save(weights, metadata=meta))
-            os.replace(partial, path)
-        finally:
-            partial.unlink(missing_ok=True)
         return path
 
     def _source_state(self) -> dict[str, torch.Tensor]:

@@ -32,7 +32,6 @@ model learned from, unless a command asks for that parser's trees (``--trees par
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from treeattn.trees import Tree
 from treeattn.trees.tokenize import escape
 from treeattn.trees.treebank import parse_treebank_line
 from treeattn.utf8 import read_utf8
+from treeattn.write_aside import write_aside
 
 GOLD, PARSER, RIGHT_BRANCHING, FILES = "gold", "parser", "right-branching", "files"
 KINDS = (GOLD, PARSER, RIGHT_BRANCHING, FILES)
@@ -260,8 +260,6 @@ class TreeSource:
             )
         if cache:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # One partial file a process: two runs may parse the same split at once.
-            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-            partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
-            os.replace(partial, path)
+            with write_aside(path) as partial:  # two runs may parse the same split at once
+                partial.write_text("".join(t.to_brackets() + "\n" for t in trees), encoding="utf-8")
         return trees

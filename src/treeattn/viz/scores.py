@@ -3,7 +3,6 @@ one standard deviation as a bar."""
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +11,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt  # noqa: E402
+
+from treeattn.write_aside import write_aside
 
 
 def plot_scores(
@@ -41,11 +42,9 @@ def plot_scores(
 def save_figure(fig: plt.Figure, path: Path) -> Path:
     """Write ``fig`` to ``path`` whole or not at all (beside it, then renamed), and close
     it; the image format follows the file's extension."""
-    partial = path.with_name(f".{path.name}.partial{path.suffix}")
     try:
-        fig.savefig(partial)
-        os.replace(partial, path)
+        with write_aside(path) as partial:
+            fig.savefig(partial, format=path.suffix.lstrip(".") or None)
     finally:
         plt.close(fig)
-        partial.unlink(missing_ok=True)
     return path
