@@ -6,8 +6,8 @@ Sentences are split as the Penn Treebank is (nltk's ``TreebankWordTokenizer``, w
 no data download), with brackets written ``-LRB-``/``-RRB-`` and double quotes as
 ``\\`\\``` / ``''``. Three things are added around it:
 
-- URLs and e-mail addresses are one word each (the Treebank rules would cut them at
-  ``:`` and ``@``);
+- URLs, e-mail addresses and names joined by ``&`` are one word each (the Treebank
+  rules would cut them at ``:``, ``@`` and ``&``);
 - every currency sign is a word, as the rules make ``$`` one (``€ 4.50``, ``¥ 300``);
 - a line is first cut into sentences (``sentence_spans``), so that the full stop of a
   sentence that is not the line's last is a word of its own (``home .``, not ``home.``);
@@ -32,12 +32,15 @@ from treeattn.trees.dependency import DependencyTree
 # Penn Treebank escapes of brackets, which a bracketed tree cannot hold as words.
 ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
-# Words the Treebank rules would cut: URLs (with a scheme, or starting www.) and e-mail
-# addresses. A URL's last character is not punctuation that ends the sentence around it.
+# Words the Treebank rules would cut: URLs (with a scheme, or starting www.), e-mail
+# addresses, and names joined by an ampersand ("AT&T", "S&P": one word in the Penn
+# Treebank, and "PG&E", "p&l" in EWT). A URL's last character is not punctuation that
+# ends the sentence around it.
 _URL = r"(?:(?:https?|ftp|file)://|www\.)[^\s<>\"]*[^\s<>\".,;:!?'()\[\]{}]"
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_AMPERSAND = r"[^\W\d_]+&[^\W\d_]+(?![\w&])"
 # Only where a word starts: not inside a word, so that "xhttp://" is left to the rules.
-_WHOLE = re.compile(rf"(?<![\w@.+-])(?:{_URL}|{_EMAIL})")
+_WHOLE = re.compile(rf"(?<![\w@.+&-])(?:{_URL}|{_EMAIL}|{_AMPERSAND})")
 
 # Words whose full stop does not end a sentence. Lowercase; the stop left out.
 ABBREVIATIONS = frozenset(
@@ -123,17 +126,24 @@ _UD_BARE_CLITIC = re.compile(
 # training and dev splits), unlike a phone number or ZIP code (a last group of 4 after 1,
 # 3 or 5 digits, "853-3989": 38 times whole) or more groups ("713-853-3989").
 _UD_RANGE = re.compile(r"(\d+)-(\d+)")
-# A number and the am, pm or k after it ("5pm", "11:30am", "65k"): two words in EWT (80
-# times in its training and dev splits, never one).
-_UD_NUMBER_UNIT = re.compile(r"(?i)\d+(?::\d\d)?(?=(?:am|pm|k)$)")
+# A number and the am, pm, k, m or b after it ("5pm", "11:30am", "65k", "$2.7m"): two
+# words in EWT (103 times in its training and dev splits; whole twice, in file names).
+_UD_NUMBER_UNIT = re.compile(r"(?i)\d+(?:[.:]\d+)?(?=(?:am|pm|k|m|b)$)")
+# A hyphen at the edge of a word ("smuggling- dating", "powers -Russia"): a word of its
+# own in EWT (64 times in its training and dev splits; twice not, in file names).
+_UD_EDGE_HYPHEN = re.compile(r"^-(?=[^\W\d_])|(?<=[^\W_])-$")
+# Dots between two words without a space ("course..if"): a word of their own in EWT (101
+# times in its training and dev splits, never kept on a word).
+_UD_INNER_DOTS = re.compile(r"(?<=[^\W_])\.{2,}(?=[^\W_])")
 
 
 def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     """Penn Treebank ``tokens`` of ``text`` cut as UD English EWT cuts words: hyphens and
     slashes inside compounds are words of their own, a clitic written without an
-    apostrophe is cut off (``dont``), a number and its am, pm or k are two words
-    (``5 pm``), a range of numbers three (``10 - 12``), and runs of sentence punctuation,
-    emoticons and hashtags are one word each. URLs, e-mail addresses and phone numbers
+    apostrophe is cut off (``dont``), a number and its am, pm, k, m or b are two words
+    (``5 pm``), a range of numbers three (``10 - 12``), a hyphen at a word's edge and dots
+    between words are words (``1980s -``, ``course .. if``), and runs of sentence
+    punctuation, emoticons and hashtags are one word each. URLs, e-mail addresses and phone numbers
     stay whole. Each token keeps its place."""
     cut: list[Token] = []
     for token in tokens:
@@ -146,7 +156,7 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
             cut.append(Token(word, form, token.start + a, token.start + b))
     out: list[Token] = []
     runs = [m.span() for m in _UD_WHOLE.finditer(text)]
-    for token in cut:
+    for token in _cut_at_runs(cut, runs):
         run = next((r for r in runs if r[0] <= token.start and token.end <= r[1]), None)
         last = out[-1] if out else None
         if run and last and run[0] <= last.start and last.end == token.start:
@@ -155,6 +165,21 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
         else:
             out.append(token)
     return out
+
+
+def _cut_at_runs(tokens: list[Token], runs: list[tuple[int, int]]) -> list[Token]:
+    """``tokens`` with each one cut where a run that goes on past its end starts inside it
+    (the rules give "room." and "?" for "room.?", which EWT cuts "room" ".?")."""
+    cut: list[Token] = []
+    for token in tokens:
+        inner = next((a for a, b in runs if token.start < a < token.end < b), None)
+        if inner is None:
+            cut.append(token)
+            continue
+        for a, b in ((token.start, inner), (inner, token.end)):
+            form = token.form[a - token.start : b - token.start]
+            cut.append(Token(escape([form])[0], form, a, b))
+    return cut
 
 
 def _ud_pieces(form: str) -> list[tuple[int, int]]:
@@ -166,11 +191,17 @@ def _ud_pieces(form: str) -> list[tuple[int, int]]:
     if numbers and not (len(numbers[2]) == 4 and len(numbers[1]) in (1, 3, 5)):
         hyphen = numbers.end(1)
         return [(0, hyphen), (hyphen, hyphen + 1), (hyphen + 1, len(form))]
-    if not any(char in form for char in "-/") and not form.endswith(".."):
+    if not any(char in form for char in "-/") and ".." not in form:
         return [(0, len(form))]  # most words: nothing below can cut them
+    # A run of dots or a hyphen at an edge is a piece; what is around it is cut on its own.
+    inner = _UD_INNER_DOTS.search(form)
+    edge = _UD_EDGE_HYPHEN.search(form)
     dots = _UD_DOTS.search(form) if "." not in form.rstrip(".") else None
-    if dots:
-        return [*_ud_pieces(form[: dots.start()]), dots.span()]
+    for piece in (inner, edge, dots):
+        if piece:
+            a, b = piece.span()
+            after = [(x + b, y + b) for x, y in _ud_pieces(form[b:])] if b < len(form) else []
+            return [*(_ud_pieces(form[:a]) if a else []), (a, b), *after]
     cuts = [m.start() for m in _UD_SLASH.finditer(form)]
     start = 0
     for k, char in enumerate(form):
@@ -255,11 +286,36 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
     pieces = (part for word in rules for part in _split_currency(word))
     for piece in (part for word in pieces for part in _split_open_quote(word)):
         start = _find(masked, piece, position)
-        end = whole.get(start) or start + _length(masked, piece, start)
-        form = sentence[start:end]
-        word = form if start in whole else piece
-        tokens.append(Token(escape([word])[0], form, offset + start, offset + end))
+        end = start + _length(masked, piece, start)
+        words = [(start, end, piece)]
+        if start in whole:  # the whole word, and what the rules kept on it ("AT&T-")
+            stop = whole[start]
+            words = [(start, stop, sentence[start:stop])]
+            if stop < end:
+                words.append((stop, end, piece[stop - start :]))
+        for a, b, word in words:
+            tokens.append(Token(escape([word])[0], sentence[a:b], offset + a, offset + b))
         position = end
+    return _split_last_stop(tokens)
+
+
+_CLOSING = frozenset("\"')]}’”")
+
+
+def _split_last_stop(tokens: list[Token]) -> list[Token]:
+    """``tokens`` with the sentence's last full stop a word of its own where closing quotes
+    or brackets follow it after a space (``source. )``). The rules cut it only where they
+    follow unspaced (``source.)``), and without them."""
+    k = len(tokens)
+    while k and all(char in _CLOSING for char in tokens[k - 1].form):
+        k -= 1
+    last = tokens[k - 1] if 0 < k < len(tokens) else None
+    if last and len(last.word) > 1 and last.word.endswith(".") and not last.word.endswith(".."):
+        stop = last.end - 1
+        tokens[k - 1 : k] = [
+            Token(last.word[:-1], last.form[:-1], last.start, stop),
+            Token(".", ".", stop, last.end),
+        ]
     return tokens
 
 
