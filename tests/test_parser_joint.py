@@ -332,6 +332,21 @@ def test_ud_tokens_cut_compounds_and_keep_runs_whole_as_ewt_does():
         tokenize(TEXT, "spacy")
 
 
+def test_ud_tokens_cut_units_edge_hyphens_and_dots_between_words_as_ewt_does():
+    from treeattn.trees.tokenize import tokenize, tokenize_with_offsets
+
+    text = "Paid $170m, $2.7m and $4.7b - smuggling- from the 1980s- by -Russia..ok? Room.?"
+    assert tokenize(text, "ud") == [
+        *["Paid", "$", "170", "m", ",", "$", "2.7", "m", "and", "$", "4.7", "b", "-"],
+        *["smuggling", "-", "from", "the", "1980s", "-", "by", "-", "Russia", "..", "ok"],
+        *["?", "Room", ".?"],
+    ]
+    assert tokenize(text)[2:5] == ["170m", ",", "$"]  # the Penn Treebank's cut keeps them
+    assert "-Russia..ok" in tokenize(text)
+    for token in tokenize_with_offsets(text, "ud"):
+        assert text[token.start : token.end] == token.form
+
+
 def test_ewt_dev_sentences_tokenize_as_its_gold_words(shared_data):
     """The count docs/RESULTS.md gives: EWT dev's raw sentences (``# text``) whose words
     come out exactly as EWT's (syntactic words, contractions split)."""

@@ -32,6 +32,20 @@ def test_urls_and_email_addresses_stay_whole():
     ]
 
 
+def test_names_joined_by_an_ampersand_are_one_word_as_in_the_treebank():
+    assert tokenize("AT&T and S&P's index fell, PG&E- said R&D.") == [
+        *["AT&T", "and", "S&P", "'s", "index", "fell", ",", "PG&E", "-", "said", "R&D", "."]
+    ]
+    assert tokenize("Tom & Jerry, 3&4") == ["Tom", "&", "Jerry", ",", "3", "&", "4"]
+
+
+def test_the_last_full_stop_is_a_word_before_spaced_closing_brackets_and_quotes():
+    assert tokenize("Click here for source. )") == ["Click", "here", "for", "source", ".", "-RRB-"]
+    assert tokenize('He laughed about that. "')[-3:-1] == ["that", "."]
+    assert tokenize("He went home.)")[-3:] == ["home", ".", "-RRB-"]  # as the rules cut it
+    assert tokenize("Stop. ( she said")[0] == "Stop."  # not the sentence's last stop
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [
