@@ -143,8 +143,8 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     apostrophe is cut off (``dont``), a number and its am, pm, k, m or b are two words
     (``5 pm``), a range of numbers three (``10 - 12``), a hyphen at a word's edge and dots
     between words are words (``1980s -``, ``course .. if``), and runs of sentence
-    punctuation, emoticons and hashtags are one word each. URLs, e-mail addresses and phone numbers
-    stay whole. Each token keeps its place."""
+    punctuation, emoticons and hashtags are one word each. URLs, e-mail addresses and
+    phone numbers stay whole. Each token keeps its place."""
     cut: list[Token] = []
     for token in tokens:
         if _WHOLE.fullmatch(token.form):

@@ -44,7 +44,7 @@ def save_figure(fig: plt.Figure, path: Path) -> Path:
     it; the image format follows the file's extension."""
     try:
         with write_aside(path) as partial:
-            fig.savefig(partial, format=path.suffix.lstrip(".") or None)
+            fig.savefig(partial, format=path.suffix.lstrip(".") or plt.rcParams["savefig.format"])
     finally:
         plt.close(fig)
     return path
