@@ -85,7 +85,7 @@ def test_a_currency_sign_is_a_word_as_the_dollar_is(text, words):
 def test_curly_quotes_and_apostrophes_are_cut_as_straight_ones_are():
     text = "He said “stop” and ‘go’, don’t."
     straight = "He said \"stop\" and 'go', don't."
-    words = [*["He", "said", "``", "stop", "''", "and", "'", "go", "'", ","], "do", "n't", "."]
+    words = [*["He", "said", "``", "stop", "''", "and", "`", "go", "'", ","], "do", "n't", "."]
     assert tokenize(text) == tokenize(straight) == words
     curly = ["He", "said", "“", "stop", "”", "and", "‘", "go", "’", ",", "do", "n’t", "."]
     for scheme in ("ptb", "ud"):  # each curly one stays its word's form
@@ -93,11 +93,13 @@ def test_curly_quotes_and_apostrophes_are_cut_as_straight_ones_are():
 
 
 def test_an_opening_single_quote_is_a_word_but_an_apostrophe_is_not():
+    # The opening quote's word is the Penn Treebank's `; its form stays the text's '.
     text = "It is 'normal' in the '90s, get 'em 'til 'twas rock 'n' roll. John's."
     assert tokenize(text) == [
-        *["It", "is", "'", "normal", "'", "in", "the", "'90s", ",", "get", "'em", "'til"],
+        *["It", "is", "`", "normal", "'", "in", "the", "'90s", ",", "get", "'em", "'til"],
         *["'t", "was", "rock", "'n", "'", "roll", ".", "John", "'s", "."],
     ]
+    assert tokenize_with_offsets(text)[2].form == "'"
 
 
 def test_the_full_stop_of_an_inner_sentence_is_a_word():

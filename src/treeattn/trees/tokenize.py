@@ -326,11 +326,12 @@ _APOSTROPHE_WORDS = frozenset("'s 're 've 'll 'd 'm 't 'em 'til 'n 'cause".split
 
 
 def _split_open_quote(piece: str) -> list[str]:
-    """``piece`` with an opening single quote a word of its own (``'normal'`` is three
-    words); the rules cut the closing one only."""
+    """``piece`` with an opening single quote a word of its own, written `` ` `` as the
+    Penn Treebank writes it (``'normal'`` is `` ` normal ' ``); the rules cut the closing
+    one only."""
     if len(piece) > 1 and piece[0] == "'" and piece[1].isalpha():
         if piece.lower() not in _APOSTROPHE_WORDS:
-            return ["'", piece[1:]]
+            return ["`", piece[1:]]
     return [piece]
 
 
@@ -359,9 +360,11 @@ def _find(text: str, piece: str, position: int) -> int:
 
 def _length(text: str, piece: str, start: int) -> int:
     """How many characters of ``text`` at ``start`` the token ``piece`` stands for (0:
-    none); the rules write a double quote as `` or ''."""
+    none); the rules write a double quote as `` or '', an opening single one as `."""
     if text.startswith(piece, start):
         return len(piece)
+    if piece == "`" and text.startswith("'", start):  # an opening single quote
+        return 1
     if piece in ("``", "''"):
         if text.startswith(('"', "“", "”"), start):
             return 1
