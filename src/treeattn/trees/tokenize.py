@@ -3,8 +3,9 @@
 swapping it is one place.
 
 Sentences are split as the Penn Treebank is (nltk's ``TreebankWordTokenizer``, which needs
-no data download), with brackets written ``-LRB-``/``-RRB-`` and double quotes as
-``\\`\\``` / ``''``. Three things are added around it:
+no data download), with brackets written ``-LRB-``/``-RRB-``, double quotes as
+``\\`\\``` / ``''`` and an opening single quote as ``\\```. Four things are added
+around it:
 
 - URLs, e-mail addresses and names joined by ``&`` are one word each (the Treebank
   rules would cut them at ``:``, ``@`` and ``&``);
