@@ -145,7 +145,8 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     (``5 pm``), a range of numbers three (``10 - 12``), a hyphen at a word's edge and dots
     between words are words (``1980s -``, ``course .. if``), and runs of sentence
     punctuation, emoticons and hashtags are one word each. URLs, e-mail addresses and
-    phone numbers stay whole. Each token keeps its place."""
+    phone numbers stay whole. Each token keeps its place, and its word is its form as EWT
+    writes it, brackets escaped (``"``, not ``\\`\\```; ``n’t``, not ``n't``)."""
     cut: list[Token] = []
     for token in tokens:
         if _WHOLE.fullmatch(token.form):
@@ -153,7 +154,9 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
             continue
         for a, b in _ud_pieces(token.form):
             form = token.form[a:b]
-            word = token.word if (a, b) == (0, len(token.form)) else escape([form])[0]
+            # The word is the form, as EWT writes its words (and the joint parser learned
+            # them): a quote is " or ', not the Penn Treebank's `` or `.
+            word = escape([form])[0]
             cut.append(Token(word, form, token.start + a, token.start + b))
     out: list[Token] = []
     runs = [m.span() for m in _UD_WHOLE.finditer(text)]
