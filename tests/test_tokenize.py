@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from treeattn.trees.dependency import DependencyTree
 from treeattn.trees.tokenize import (
+    PTB,
+    UD,
     sentence_spans,
     split_tokens,
     tokenize,
@@ -37,6 +39,13 @@ def test_names_joined_by_an_ampersand_are_one_word_as_in_the_treebank():
         *["AT&T", "and", "S&P", "'s", "index", "fell", ",", "PG&E", "-", "said", "R&D", "."]
     ]
     assert tokenize("Tom & Jerry, 3&4") == ["Tom", "&", "Jerry", ",", "3", "&", "4"]
+
+
+def test_a_whole_word_kept_inside_a_longer_one_keeps_its_characters():
+    # The rules keep "u=" and "=g" on the name: the word is the text, never its mask.
+    for scheme in (PTB, UD):
+        assert tokenize("see online?u=mayursha&m=g now", scheme)[3] == "u=mayursha&m=g"
+        assert tokenize("x/Q&A", scheme) == ["x/Q&A"]
 
 
 def test_the_last_full_stop_is_a_word_before_spaced_closing_brackets_and_quotes():

@@ -297,6 +297,9 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
             words = [(start, stop, sentence[start:stop])]
             if stop < end:
                 words.append((stop, end, piece[stop - start :]))
+        elif any(start < a < end for a in whole) and masked[start:end] == piece:
+            # A run the rules kept inside a longer word ("u=AT&T"): its own characters back.
+            words = [(start, end, sentence[start:end].translate(_CURLY))]
         for a, b, word in words:
             tokens.append(Token(escape([word])[0], sentence[a:b], offset + a, offset + b))
         position = end
