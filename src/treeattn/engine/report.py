@@ -2,7 +2,8 @@
 seeds; runs of several configurations side by side, one line each. The scores are whatever
 the task reported (``<split>_<metric>`` in results.json), and a language model's overall
 scores on targeted syntactic evaluation where ``treeattn lm-eval -o`` wrote them into the
-run's folder as lm-eval.json (``blimp``, ``syntaxgym``, ``agreement_<set>``)."""
+run's folder as lm-eval.json (``blimp``, ``syntaxgym``, ``agreement_<set>``; a run scored
+on the first pairs of each file only, ``--limit``, under a name that says so)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,21 @@ RUN_KEYS = (
 )
 # Where a run's targeted syntactic evaluation is kept (``treeattn lm-eval -o``).
 LM_EVAL = "lm-eval.json"
+# What ``--limit`` counts in each benchmark, for the name of a subset's score.
+SUBSET_UNITS = {"blimp": "pairs a file", "syntaxgym": "items a suite"}
+
+
+def lm_eval_scores(document: dict[str, Any]) -> dict[str, float]:
+    """The overall scores of an lm-eval.json. A subset's (``limit`` set) are named as
+    one, ``blimp (subset: 50 pairs a file)``, so that they never stand in a full score's
+    column nor average with it."""
+    limit = document.get("limit")
+    if limit is None:
+        return dict(document["headline"])
+    return {
+        f"{name} (subset: {limit} {SUBSET_UNITS.get(name, 'items a set')})": score
+        for name, score in document["headline"].items()
+    }
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -37,7 +53,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     lm_eval = run_dir / LM_EVAL
     if lm_eval.is_file():
-        results.update(json.loads(lm_eval.read_text(encoding="utf-8"))["headline"])
+        results.update(lm_eval_scores(json.loads(lm_eval.read_text(encoding="utf-8"))))
     return {"run": str(run_dir), "config": config, **results}
 
 

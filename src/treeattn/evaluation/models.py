@@ -1,11 +1,12 @@
 """Language models to score, behind one interface (``scoring.LanguageModel``):
 
 - ``TransformersLM``: a ``transformers`` causal or masked LM, loaded from a local folder
-  with ``local_files_only`` and the offline switches on (nothing is fetched), or given as
+  with ``local_files_only`` and the offline switches on (nothing is fetched), from a GGUF
+  file or a packaged model's name (``smollm2-135m``, ``models.packaged_lm``), or given as
   a model and its fast tokenizer;
 - ``ProjectLM``: a language model this project trained (``treeattn train`` with task
   ``mlm`` or ``causal-lm``), from its checkpoint;
-- ``load_language_model``: either, from a path.
+- ``load_language_model``: either, from a path or a packaged model's name.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from treeattn.data.vocab import Vocab
 from treeattn.evaluation.scoring import CAUSAL, KINDS, MASKED, LanguageModel, PieceText
+from treeattn.models.packaged_lm import PACKAGED_LMS, is_packaged_lm, load_gguf, load_packaged_lm
 from treeattn.tasks.language import LanguageModelTask
 from treeattn.tasks.trained import Trained, load_trained
 
@@ -56,6 +58,17 @@ def _special_around(tokenizer: Any, probe: str = "a") -> tuple[list[int], list[i
     raise ValueError("the tokenizer's special tokens do not surround a text's pieces")
 
 
+def _require_every_weight(folder: Path, kind: str, missing: set[str]) -> None:
+    """Refuse a model some of whose weights the folder lacks (``transformers`` would fill
+    them in at random and score with them)."""
+    if missing:
+        head = "masked-LM" if kind == MASKED else "causal-LM"
+        raise ValueError(
+            f"{folder}: no weights for {', '.join(sorted(missing))}; a {kind} model needs "
+            f"its {head} head (a folder saved from a bare encoder has none)"
+        )
+
+
 class TransformersLM(LanguageModel):
     """A ``transformers`` LM and its fast tokenizer. A causal model reads its start token
     (``bos_token``, else ``eos_token``, as GPT-2 scorers do) before the text; a masked one
@@ -81,7 +94,9 @@ class TransformersLM(LanguageModel):
 
     @classmethod
     def load(cls, folder: str | Path, kind: str | None = None, device: str = "cpu"):
-        """The model and tokenizer in ``folder`` (nothing is fetched)."""
+        """The model and tokenizer in ``folder`` (nothing is fetched). Every weight the
+        model needs must be in the folder: a masked LM read from a bare encoder's weights
+        (no masked-LM head) is refused, not given a random head."""
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
@@ -90,8 +105,23 @@ class TransformersLM(LanguageModel):
         kind = kind or guess_kind(folder)
         auto = AutoModelForCausalLM if kind == CAUSAL else AutoModelForMaskedLM
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, use_fast=True)
-        model = auto.from_pretrained(folder, local_files_only=True).to(device)
-        return cls(model, tokenizer, kind, name=str(folder))
+        model, loading = auto.from_pretrained(
+            folder, local_files_only=True, output_loading_info=True
+        )
+        _require_every_weight(folder, kind, loading["missing_keys"])
+        return cls(model.to(device), tokenizer, kind, name=str(folder))
+
+    @classmethod
+    def load_gguf(cls, source: str | Path, kind: str | None = None, device: str = "cpu"):
+        """A causal LM from a GGUF file, or a packaged model by name (``smollm2-135m``,
+        hash-checked); the tokenizer is the file's own."""
+        if kind not in (None, CAUSAL):
+            raise ValueError(f"{source}: a GGUF model is a causal LM, not {kind}")
+        if is_packaged_lm(source):
+            model, tokenizer = load_packaged_lm(str(source), device)
+        else:
+            model, tokenizer = load_gguf(source, device=device)
+        return cls(model, tokenizer, CAUSAL, name=str(source))
 
     @property
     def device(self) -> torch.device:
@@ -146,16 +176,23 @@ class ProjectLM(LanguageModel):
 def load_language_model(
     source: str | Path, kind: str | None = None, device: str = "auto"
 ) -> LanguageModel:
-    """A folder holding a ``transformers`` model (``config.json``; ``kind`` from its
-    architectures unless given) or a checkpoint of a ``mlm`` or ``causal-lm`` run."""
+    """A packaged model by name (``smollm2-135m``), a ``.gguf`` file, a folder holding a
+    ``transformers`` model (``config.json``; ``kind`` from its architectures unless given)
+    or a checkpoint of a ``mlm`` or ``causal-lm`` run."""
     path = Path(source)
+    target = "cuda" if device == "auto" and torch.cuda.is_available() else device
+    target = "cpu" if target == "auto" else target
+    if is_packaged_lm(source) or (path.suffix == ".gguf" and path.is_file()):
+        return TransformersLM.load_gguf(source, kind, target)
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ValueError(f"{path}: a model folder needs config.json (a transformers model)")
-        target = "cuda" if device == "auto" and torch.cuda.is_available() else device
-        return TransformersLM.load(path, kind, "cpu" if target == "auto" else target)
+        return TransformersLM.load(path, kind, target)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such checkpoint or model folder")
+        raise FileNotFoundError(
+            f"{path}: no such checkpoint or model folder, nor a packaged model "
+            f"({', '.join(PACKAGED_LMS)})"
+        )
     if kind is not None:
         raise ValueError(f"{path}: a checkpoint knows whether it is causal or masked; drop kind")
     return ProjectLM.load(path, device)

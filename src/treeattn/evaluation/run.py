@@ -23,7 +23,13 @@ from treeattn.evaluation.agreement import (
     read_agreement,
     score_agreement,
 )
-from treeattn.evaluation.blimp import BlimpResult, blimp_files, read_pairs, score_blimp
+from treeattn.evaluation.blimp import (
+    UNKNOWN,
+    BlimpResult,
+    blimp_files,
+    read_pairs,
+    score_blimp,
+)
 from treeattn.evaluation.models import load_language_model
 from treeattn.evaluation.scoring import CAUSAL, PLL_TOKEN, LanguageModel, Scorer
 from treeattn.evaluation.syntaxgym import (
@@ -39,11 +45,13 @@ SHARED = "shared"  # a source read from the shared data folder ($TREEATTN_DATA)
 @dataclass
 class LmEvaluation:
     """The scores of one model: BLiMP, SyntaxGym and each agreement set it was given
-    (None: not run), how it was scored, and the seconds each took."""
+    (None: not run), how it was scored, the seconds each took, and ``limit``: the pairs
+    or items read of each file (None: all of them; else the scores are a subset's)."""
 
     model: str
     kind: str
     method: str
+    limit: int | None = None
     blimp: BlimpResult | None = None
     syntaxgym: SyntaxGymResult | None = None
     agreement: dict[str, AgreementResult] = field(default_factory=dict)
@@ -65,6 +73,7 @@ class LmEvaluation:
             "model": self.model,
             "kind": self.kind,
             "method": self.method,
+            "limit": self.limit,
             "headline": self.headline(),
             "seconds": self.seconds,
         }
@@ -84,7 +93,10 @@ class LmEvaluation:
 
     def format(self) -> str:
         """Tables: each benchmark's overall score and its breakdown."""
-        lines = [f"model   {self.model}", f"scored  {self.method}", ""]
+        lines = [f"model   {self.model}", f"scored  {self.method}"]
+        if self.limit is not None:
+            lines.append(f"subset  the first {self.limit} pairs or items of each file and set")
+        lines.append("")
 
         def table(title: str, rows: list[tuple[str, float, int]], unit: str) -> None:
             width = max([len(title), *(len(name) for name, _, _ in rows)])
@@ -94,13 +106,20 @@ class LmEvaluation:
 
         if self.blimp is not None:
             b = self.blimp
+            # A user's own files may name no field or phenomenon: a table of "unknown"
+            # alone says nothing, so each is shown only where some pair names one.
+            fields, phenomena = b.by("field"), b.by("phenomenon")
             rows = [("overall", b.overall, len(b.pairs))]
-            rows += [(f"  {k}", v["accuracy"], v["count"]) for k, v in b.by("field").items()]
-            table("BLiMP by field", rows, "accuracy")
+            if set(fields) != {UNKNOWN}:
+                rows += [(f"  {k}", v["accuracy"], v["count"]) for k, v in fields.items()]
+            table("BLiMP by field" if set(fields) != {UNKNOWN} else "BLiMP", rows, "accuracy")
             if b.ties:
                 lines[-1:-1] = [f"{b.ties} pairs scored the same (ties count as wrong)"]
-            rows = [(k, v["accuracy"], v["count"]) for k, v in b.by("phenomenon").items()]
-            table("BLiMP by phenomenon", rows, "accuracy")
+            if set(phenomena) != {UNKNOWN}:
+                rows = [(k, v["accuracy"], v["count"]) for k, v in phenomena.items()]
+                table("BLiMP by phenomenon", rows, "accuracy")
+            rows = [(k, v["accuracy"], v["count"]) for k, v in b.by("paradigm").items()]
+            table("BLiMP by paradigm (file)", rows, "accuracy")
         if self.syntaxgym is not None:
             g = self.syntaxgym
             rows = [("overall (mean of suites)", g.overall, len(g.suites))]
@@ -159,7 +178,7 @@ def evaluate_language_model(
         model = load_language_model(model, kind, device)
     scorer = Scorer(model, batch_tokens=batch_tokens, pll=pll)
     method = "log-probability" if model.kind == CAUSAL else f"pseudo-log-likelihood ({pll})"
-    result = LmEvaluation(model.name, model.kind, method)
+    result = LmEvaluation(model.name, model.kind, method, limit)
     # Every input is read and checked before any model runs.
     pairs = [
         p

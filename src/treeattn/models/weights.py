@@ -171,22 +171,29 @@ def _archived_weights(archive: zipfile.ZipFile, sha256: str | None) -> tuple[byt
 
 
 def packaged_archive(distribution: str = MINILM_DISTRIBUTION) -> Path:
-    """Where the installed package keeps its ``model.zip``, found from the package's
-    installed-file list, so that its Python code (which prints and imports on load) is
-    never run."""
+    """Where the installed package keeps its ``model.zip`` (``packaged_file``)."""
+    return packaged_file(
+        distribution, MINILM_ARCHIVE, INSTALL_HINT, "the pretrained encoder 'minilm'"
+    )
+
+
+def packaged_file(distribution: str, member: str, install_hint: str, needed_by: str) -> Path:
+    """Where the installed ``distribution`` keeps ``member``, found from the package's
+    installed-file list, so that its Python code (which may print, import or fetch on
+    load) is never run. ``needed_by`` and ``install_hint`` word the error."""
     try:
         installed = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
         raise WeightsError(
-            f"the pretrained encoder 'minilm' needs the package {distribution}: {INSTALL_HINT}"
+            f"{needed_by} needs the package {distribution}: {install_hint}"
         ) from None
     for file in installed.files or ():
-        if str(file).replace("\\", "/") == MINILM_ARCHIVE:
+        if str(file).replace("\\", "/") == member:
             located = Path(str(installed.locate_file(file)))
             if located.is_file():
                 return located
     raise WeightsError(
-        f"{distribution} {installed.version} is installed without {MINILM_ARCHIVE}: {INSTALL_HINT}"
+        f"{distribution} {installed.version} is installed without {member}: {install_hint}"
     )
 
 
