@@ -17,6 +17,8 @@ from treeattn.analysis.induction_scores import score_induction
 from treeattn.attention.constituent import (
     LINKS,
     ConstituentAttention,
+    causal_constituent_prior,
+    closing_links,
     constituent_prior,
     hierarchical_links,
     neighbour_links,
@@ -165,6 +167,33 @@ def test_gradcheck():
     assert torch.autograd.gradcheck(run, (x,))
     links = torch.rand(2, 5, dtype=DTYPE, requires_grad=True)
     assert torch.autograd.gradcheck(constituent_prior, (links,))
+
+
+def test_the_causal_prior_is_each_prefix_s_prior_by_the_equations():
+    """Row i of the causal prior, over two layers, is the last row of the paper's prior
+    for the words 0..i alone (word i the last, with one neighbour), written literally."""
+    torch.manual_seed(11)
+    n, d = 6, 8
+    q1, k1, q2, k2 = (torch.randn(1, n, d, dtype=DTYPE) for _ in range(4))
+    lengths = torch.tensor([n])
+    links = hierarchical_links(neighbour_links(q1, k1, lengths), neighbour_links(q2, k2, lengths))
+    closing = hierarchical_links(closing_links(q1, k1, lengths), closing_links(q2, k2, lengths))
+    prior = causal_constituent_prior(links, closing)[0]
+    for i in range(n):
+        first = literal_links(q1[0, : i + 1], k1[0, : i + 1])
+        second = literal_links(q2[0, : i + 1], k2[0, : i + 1])
+        assert_close(prior[i, : i + 1], literal_prior(first + (1 - first) * second)[i])
+        assert (prior[i, i + 1 :] == 0).all()  # no later word
+
+
+def test_the_causal_prior_has_gradients_and_is_exact_at_links_0_and_1():
+    torch.manual_seed(12)
+    links = torch.rand(2, 5, dtype=DTYPE, requires_grad=True)
+    closing = torch.rand(2, 5, dtype=DTYPE, requires_grad=True)
+    assert torch.autograd.gradcheck(causal_constituent_prior, (links, closing))
+    edges = torch.tensor([[0.0, 1.0, 0.3, 0.0, 1.0] * 8], dtype=DTYPE, requires_grad=True)
+    causal_constituent_prior(edges, edges).sum().backward()  # 41 words: no overflow above
+    assert torch.isfinite(edges.grad).all()
 
 
 def test_encoder_padding_changes_nothing_and_no_nan_for_one_word():

@@ -30,6 +30,15 @@ link module of its own (``LinkScorer``, the one new part; it trains with the mod
 only grow from one chosen layer to the next (the lowest starts from none), and the prior
 multiplies the chosen heads' probabilities, not renormalised. A word's pieces share its
 row and column, so they see each other (``C[w, w] = 1``).
+
+Injected into a causal model's self-attention, the prior takes its causal form
+(``causal_constituent_prior``): the encoder form's link between words i-1 and i reads word
+i+1 (word i chooses between its neighbours i-1 and i+1), so row i of its prior would see
+the next word. Row i of the causal prior is instead the encoder form's prior computed on
+the prefix of words 0..i, where word i is the last: every link is the paper's but the
+prefix's last, in which word i has one neighbour and chooses it with probability 1.
+Layers, the hierarchical constraint and the prior's product are unchanged; the encoder
+form is untouched.
 """
 
 from __future__ import annotations
@@ -62,10 +71,29 @@ def neighbour_links(query: torch.Tensor, key: torch.Tensor, lengths: torch.Tenso
     Word i's softmax runs over its real neighbours only: the first word and the last real
     word have one, so their one probability is 1. Links past a sentence's end are 0.
     """
-    batch, n, d = query.shape
-    if n < 2:
-        return query.new_zeros(batch, 0)
-    scale = d / 2
+    if query.shape[1] < 2:
+        return query.new_zeros(query.shape[0], 0)
+    log_p_right, log_p_left, link_real = _neighbour_choices(query, key, lengths)
+    log_link = 0.5 * (log_p_right[:, :-1] + log_p_left[:, 1:])
+    return torch.where(link_real, log_link.exp(), 0.0)
+
+
+def closing_links(query: torch.Tensor, key: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, n-1): the link between words i and i+1 as ``neighbour_links`` gives it for the
+    prefix of words 0..i+1, where word i+1 is the last and chooses its one neighbour with
+    probability 1: ``sqrt(p[i, i+1])``. It reads words i-1, i and i+1 only."""
+    if query.shape[1] < 2:
+        return query.new_zeros(query.shape[0], 0)
+    log_p_right, _, link_real = _neighbour_choices(query, key, lengths)
+    return torch.where(link_real, (0.5 * log_p_right[:, :-1]).exp(), 0.0)
+
+
+def _neighbour_choices(
+    query: torch.Tensor, key: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each word's choice between its neighbours: ``log p[i, i+1]`` and ``log p[i, i-1]``
+    (B, n), and which links join two real words (B, n-1)."""
+    n, scale = query.shape[1], query.shape[2] / 2
     to_right = (query[:, :-1] * key[:, 1:]).sum(-1) / scale  # s[i, i+1], i = 0..n-2
     to_left = (query[:, 1:] * key[:, :-1]).sum(-1) / scale  # s[i+1, i], i = 0..n-2
     positions = torch.arange(n, device=query.device)
@@ -79,9 +107,7 @@ def neighbour_links(query: torch.Tensor, key: torch.Tensor, lengths: torch.Tenso
     alone = (right == -torch.inf) & (left == -torch.inf)
     right, left = right.masked_fill(alone, 0.0), left.masked_fill(alone, 0.0)
     total = torch.logaddexp(right, left)
-    log_p_right, log_p_left = right - total, left - total  # log p[i, i+1], log p[i, i-1]
-    log_link = 0.5 * (log_p_right[:, :-1] + log_p_left[:, 1:])
-    return torch.where(link_real, log_link.exp(), 0.0)
+    return right - total, left - total, link_real
 
 
 def hierarchical_links(previous: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
@@ -112,6 +138,32 @@ def constituent_prior(links: torch.Tensor, diagonal: float = 1.0) -> torch.Tenso
     return prior.masked_fill(eye, diagonal)
 
 
+def causal_constituent_prior(links: torch.Tensor, closing: torch.Tensor) -> torch.Tensor:
+    """The causal prior C (B, n, n): row i is the last row of ``constituent_prior`` of the
+    prefix of words 0..i, so it reads no word after i; 0 above the diagonal.
+
+    In that prefix every link but the last is the sentence's own (``links``, (B, n-1):
+    link k reads words up to k+2 <= i), and the last, between words i-1 and i, is the
+    prefix's closing link (``closing`` (B, n-1), from ``closing_links``). So for j < i,
+    ``C[i, j] = prod_{k=j}^{i-2} links_k * closing_{i-1}``: with ``S_m = sum_{k<m} log
+    links_k``, ``log C[i, j] = S_{i-1} - S_j + log closing_{i-1}``, O(n^2) as the encoder
+    form. Row i of the encoder form differs only in reading link i (word i+1) onwards.
+    """
+    log_links = links.to(torch.float64).clamp(min=SMALLEST_LINK).log()
+    log_closing = closing.to(torch.float64).clamp(min=SMALLEST_LINK).log()
+    prefix = F.pad(log_links.cumsum(-1), (1, 0))  # (B, n): S_0 = 0 .. S_{n-1}
+    # Row i's own part, S_{i-1} + log closing_{i-1}; row 0 has no link and only its diagonal.
+    rows = F.pad(prefix[:, :-1] + log_closing, (1, 0))  # (B, n)
+    n = prefix.shape[-1]
+    below = torch.ones(n, n, dtype=torch.bool, device=links.device).tril(-1)
+    # [i, j] = S_{i-1} + log c_{i-1} - S_j below the diagonal; shut above it before the exp,
+    # where the difference may overflow (and its gradient, times 0, be NaN).
+    log_prior = (rows[:, :, None] - prefix[:, None, :]).masked_fill(~below, -torch.inf)
+    prior = log_prior.exp()
+    eye = torch.eye(n, dtype=torch.bool, device=links.device)
+    return prior.masked_fill(eye, 1.0).to(links.dtype)
+
+
 class LinkScorer(nn.Module):
     """The Tree Transformer's neighbouring attention for one layer: its own query and key
     maps (d to d) of the word states, giving the links between neighbouring words."""
@@ -125,6 +177,14 @@ class LinkScorer(nn.Module):
         """words (B, n, d), lengths (B,) -> the new links ``a_hat`` (B, n-1)."""
         return neighbour_links(self.link_query(words), self.link_key(words), lengths)
 
+    def prefix_links(
+        self, words: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The new links ``a_hat`` and the closing links (``closing_links``), (B, n-1) each,
+        for the causal prior."""
+        query, key = self.link_query(words), self.link_key(words)
+        return neighbour_links(query, key, lengths), closing_links(query, key, lengths)
+
 
 class ConstituentInjection(SyntaxInjection):
     """The constituent prior in the chosen heads of a pretrained encoder (the module's
@@ -133,6 +193,7 @@ class ConstituentInjection(SyntaxInjection):
     weakest link first."""
 
     name = "constituent"
+    causal_form = True
 
     def __init__(
         self, layers: Sequence[int], heads: Sequence[int], n_layers: int, n_heads: int, d_model: int
@@ -142,16 +203,23 @@ class ConstituentInjection(SyntaxInjection):
 
     def edit(self, layer: int, states: torch.Tensor, inputs: SyntaxInputs) -> HeadEdit:
         index = inputs.first_piece[:, :, None].expand(-1, -1, states.shape[-1])
-        new = self.links[str(layer)](states.gather(1, index), inputs.word_lengths)
-        links = hierarchical_links(inputs.passing.get("links"), new)
-        inputs.passing["links"] = links
-        prior = constituent_prior(links)
+        words, scorer = states.gather(1, index), self.links[str(layer)]
+        lengths, passing = inputs.word_lengths, inputs.passing
+        if self.causal:  # each link, and each prefix's closing one, grow from layer to layer
+            new, new_closing = scorer.prefix_links(words, lengths)
+            passing["closing"] = hierarchical_links(passing.get("closing"), new_closing)
+            passing["links"] = hierarchical_links(passing.get("links"), new)
+            prior = causal_constituent_prior(passing["links"], passing["closing"])
+        else:
+            passing["links"] = hierarchical_links(passing.get("links"), scorer(words, lengths))
+            prior = constituent_prior(passing["links"])
         pieces = words_to_pieces(prior, inputs.word_of_piece, inputs.pad_mask, 1.0, 0.0)
         return HeadEdit(self.heads, prior=pieces)
 
     def inspect(self, edit: HeadEdit, first_piece: torch.Tensor) -> dict[str, Any]:
         prior = word_values(edit.prior, first_piece)  # C, whose first off-diagonal is a
-        return {"links": prior.diagonal(1, -2, -1), "prior": prior}
+        # (the causal form's is below the diagonal: each prefix's closing link)
+        return {"links": prior.diagonal(-1 if self.causal else 1, -2, -1), "prior": prior}
 
 
 class ConstituentView(MechanismView):

@@ -147,6 +147,9 @@ class DistanceInjection(SyntaxInjection):
 
     name = "distance"
     reads = frozenset({Reads.GAPS})
+    # The bias reads the tree, given whole, and never the text: under a causal model's own
+    # mask it lets no position see a later one.
+    causal_form = True
 
     def __init__(
         self,

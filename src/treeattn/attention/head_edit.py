@@ -78,7 +78,7 @@ def edited_attention(
     n_heads = query.shape[1]
     chosen = _chosen(edit, n_heads)
     others = [h for h in range(n_heads) if h not in edit.heads]
-    mask = additive_mask(attn_mask, query.dtype)
+    mask = _of_heads(additive_mask(attn_mask, query.dtype), chosen)
     q, k, v = query[:, chosen], key[:, chosen], value[:, chosen]
     if edit.bias is not None:
         changed = F.scaled_dot_product_attention(
@@ -95,7 +95,7 @@ def edited_attention(
         query[:, others],
         key[:, others],
         value[:, others],
-        attn_mask=attn_mask,
+        attn_mask=_of_heads(attn_mask, others),
         dropout_p=dropout_p,
         scale=scale,
     )
@@ -115,14 +115,26 @@ def edited_probabilities(
     mask = additive_mask(attn_mask, query.dtype)
     scores = _scores(query, key, scale) + mask  # (B, H, p, p), a new tensor
     if edit is None or not edit.heads:
-        return torch.softmax(scores, dim=-1)
+        return masked_softmax(scores)
     chosen = _chosen(edit, query.shape[1])
     if edit.bias is not None:
         scores[:, chosen] += edit.bias.to(query.dtype)
-        return torch.softmax(scores, dim=-1)
-    probs = torch.softmax(scores, dim=-1)
-    probs[:, chosen] = _times_prior(query[:, chosen], key[:, chosen], mask, edit.prior, scale)
+        return masked_softmax(scores)
+    probs = masked_softmax(scores)
+    probs[:, chosen] = _times_prior(
+        query[:, chosen], key[:, chosen], _of_heads(mask, chosen), edit.prior, scale
+    )
     return probs
+
+
+def masked_softmax(scores: Tensor) -> Tensor:
+    """Softmax over the last dimension in which a row whose every score is ``-inf`` (a
+    padded query under left padding, a sliding window over padding) gives zeros, as
+    ``F.scaled_dot_product_attention`` does, not NaN: a NaN there would reach the real
+    positions of the next layer as ``0 * NaN``. The row is opened before the softmax, so
+    that no NaN reaches a gradient either."""
+    shut = scores.amax(-1, keepdim=True) == -torch.inf
+    return torch.softmax(scores.masked_fill(shut, 0.0), dim=-1).masked_fill(shut, 0.0)
 
 
 def _scores(query: Tensor, key: Tensor, scale: float | None) -> Tensor:
@@ -134,8 +146,16 @@ def _times_prior(
     query: Tensor, key: Tensor, mask: Tensor | float, prior: Tensor, scale: float | None
 ) -> Tensor:
     """softmax(scores) * prior, not renormalised (the Tree Transformer's E = C * A)."""
-    probs = torch.softmax(_scores(query, key, scale) + mask, dim=-1)
+    probs = masked_softmax(_scores(query, key, scale) + mask)
     return probs * prior.to(query.dtype)
+
+
+def _of_heads(mask: Tensor | float | None, heads: list[int]) -> Tensor | float | None:
+    """The part of a mask for ``heads``: a mask of one row per head (T5's relative
+    positions, (B, H, p, p)) is sliced, one shared by all heads stays."""
+    if isinstance(mask, Tensor) and mask.dim() == 4 and mask.shape[1] > 1:
+        return mask[:, heads]
+    return mask
 
 
 def _chosen(edit: HeadEdit, n_heads: int) -> list[int]:

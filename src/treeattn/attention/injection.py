@@ -106,6 +106,9 @@ class SyntaxInjection(nn.Module):
 
     name: ClassVar[str] = ""  # the mechanism's registered name
     reads: ClassVar[frozenset[Reads]] = frozenset()
+    # Whether the mechanism has a causal form, in which a position reads no later word, so
+    # that it may enter a causal model's self-attention; ``causal`` says which form runs.
+    causal_form: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -118,6 +121,7 @@ class SyntaxInjection(nn.Module):
         super().__init__()
         self.layers = _indices(layers, n_layers, "layers")
         self.heads = _indices(heads, n_heads, "heads")
+        self.causal = False  # set by ``make_causal``
         self._undo: list[Callable[[], Any]] = []  # what ``remove`` runs
 
     def inputs(
@@ -185,6 +189,16 @@ class SyntaxInjection(nn.Module):
         ``MechanismView`` captures), over the words: ``first_piece`` (n,) the position of
         each word's first piece, which holds the word's row and column."""
         return {}
+
+    def make_causal(self) -> None:
+        """Use the causal form, for a causal model's self-attention; a mechanism without one
+        is refused by name."""
+        if not self.causal_form:
+            raise ValueError(
+                f"the {self.name} mechanism has no causal form (one in which no position reads "
+                "a later word), so it cannot enter a causal model's self-attention"
+            )
+        self.causal = True
 
     def remove(self) -> None:
         """Take the injection out of the model it was put in: the plain model again."""
