@@ -23,6 +23,7 @@ ROOT = Path(__file__).parents[1]
         "translation",
         "tree_dependencies",
         "injection",
+        "injection_smollm2",
         "tree_regularization",
         "spacy_speed",
         "lm_speed",

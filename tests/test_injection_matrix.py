@@ -230,3 +230,52 @@ def test_a_mechanism_without_a_causal_form_is_refused_by_name(monkeypatch):
         inject_syntax(model, "distance", layers={"encoder": [0], "decoder": [0]}, heads=[0])
     assert not hasattr(model, "syntax_injection")
     assert not [name for name, m in model.named_modules() if m._forward_pre_hooks]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2-135M's decoder stack (30 layers, 9 query heads over 3 key and value heads),
+    from its package; skips when the package is not installed."""
+    from treeattn.models.packaged_lm import load_packaged_lm
+    from treeattn.models.weights import WeightsError
+
+    try:
+        model, _ = load_packaged_lm("smollm2-135m")
+    except WeightsError as error:
+        pytest.skip(str(error))
+    return model.model
+
+
+@pytest.mark.parametrize("name", ["distance-hard", "constituent"])
+def test_smollm2_a_later_token_never_changes_an_earlier_position(smollm2, name):
+    mechanism, options = INJECTIONS[name]
+    torch.manual_seed(2)
+    ids = torch.randint(100, 20000, (1, 9))
+    changed = ids.clone()
+    changed[0, -1] += 1
+    mask = torch.ones_like(ids)
+    injection = inject_syntax(smollm2, mechanism, layers=[0, 14, 29], heads=[0, 4, 8], **options)
+    try:
+        syntax = injection.inputs(trees([9]), words_of(mask), mask == 0)
+        with torch.no_grad():
+            before = smollm2(input_ids=ids, syntax=syntax).last_hidden_state
+            after = smollm2(input_ids=changed, syntax=syntax).last_hidden_state
+    finally:
+        injection.remove()
+    torch.testing.assert_close(after[0, :-1], before[0, :-1], rtol=0, atol=1e-5)
+    assert (after[0, -1] - before[0, -1]).abs().max() > 1e-3
+
+
+def test_smollm2_syntax_that_allows_everything_gives_the_plain_model(smollm2):
+    torch.manual_seed(3)
+    ids = torch.randint(100, 20000, (1, 9))
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        plain = smollm2(input_ids=ids).last_hidden_state
+        injection = inject_syntax(smollm2, "distance", layers=[0, 14, 29], heads=[0, 4, 8])
+        try:
+            syntax = injection.inputs([flat(9)], words_of(mask), mask == 0)
+            ranged = smollm2(input_ids=ids, syntax=syntax).last_hidden_state
+        finally:
+            injection.remove()
+    torch.testing.assert_close(ranged, plain, rtol=1e-5, atol=1e-4)
