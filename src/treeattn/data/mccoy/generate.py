@@ -27,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from treeattn.data.mccoy.files import MCCOY_SPLITS, Example, McCoyData, split_file
-from treeattn.data.mccoy.grammar import START, VERB_INTRANS, VERB_TRANS
+from treeattn.data.mccoy.grammar import START, VERB_INTRANS, VERB_TRANS, Grammar
 from treeattn.data.mccoy.sentences import NO_MODIFIER, PP, RC, past_tense, read_sentence
 from treeattn.data.paths import cache_dir
 from treeattn.trees import Tree
@@ -80,6 +81,18 @@ def _object(verb_phrase: Tree) -> Tree | None:
     return found[0] if found else None
 
 
+def _redraw(
+    grammar: Grammar, rng: random.Random, symbol: str, wanted: Callable[[Tree], bool]
+) -> Tree:
+    """A derivation of ``symbol`` that is ``wanted``; ``ValueError`` after 10,000 draws
+    (the grammar then writes no such phrase, or almost never)."""
+    for _ in range(10_000):
+        tree = grammar.sample(rng, symbol)
+        if wanted(tree):
+            return tree
+    raise ValueError(f"10,000 draws of {symbol} gave none of the modifier asked for")
+
+
 def draw_typed_sentence(
     data: McCoyData, rng: random.Random, subject_modifier: str, object_modifier: str | None
 ) -> list[str]:
@@ -90,12 +103,10 @@ def draw_typed_sentence(
     grammar = data.grammar
     clause_symbol, *after = grammar.choose(rng, START)
     subject_symbol, predicate_symbol = grammar.choose(rng, clause_symbol)
-    subject = grammar.sample(rng, subject_symbol)
-    while _modifier(subject) != subject_modifier:
-        subject = grammar.sample(rng, subject_symbol)
-    predicate = grammar.sample(rng, predicate_symbol)
-    while _modifier(_object(predicate)) != object_modifier:
-        predicate = grammar.sample(rng, predicate_symbol)
+    subject = _redraw(grammar, rng, subject_symbol, lambda t: _modifier(t) == subject_modifier)
+    predicate = _redraw(
+        grammar, rng, predicate_symbol, lambda t: _modifier(_object(t)) == object_modifier
+    )
     clause = Tree(clause_symbol, [subject, predicate])
     return _input_words(data, Tree(START, [clause, *after]))
 
