@@ -382,6 +382,53 @@ def test_the_command_names_the_code_s_sets_and_variants():
     from treeattn.cli import lm_eval
     from treeattn.evaluation.agreement import AGREEMENT_SETS
     from treeattn.evaluation.scoring import PLL_VARIANTS
+    from treeattn.models.packaged_lm import PACKAGED_LMS
 
     assert lm_eval.AGREEMENT_SETS == AGREEMENT_SETS
     assert lm_eval.PLL_VARIANTS == PLL_VARIANTS
+    assert lm_eval.PACKAGED_LMS == tuple(PACKAGED_LMS)
+
+
+def test_own_files_without_phenomena_print_a_table_by_file(tmp_path):
+    bare = {"sentence_good": "the dog barks", "sentence_bad": "the dog bark"}
+    wrong = {"sentence_good": "the dogs barks", "sentence_bad": "the dog barks"}
+    first = _jsonl(tmp_path / "mine.jsonl", [bare, bare])
+    second = _jsonl(tmp_path / "theirs.jsonl", [bare, wrong])
+    result = evaluate_language_model(
+        TableModel(BIGRAMS), blimp=[first, second], syntaxgym=None, agreement=None
+    )
+    printed = result.format().splitlines()
+    at = printed.index("BLiMP by paradigm (file)  accuracy       n")
+    assert printed[at + 1].split() == ["mine", "100.0", "2"]
+    assert printed[at + 2].split() == ["theirs", "50.0", "2"]
+    # No table of "unknown" alone: the overall score stands by itself.
+    assert not any("unknown" in line for line in printed)
+    assert ["overall", "75.0", "4"] in [line.split() for line in printed]
+
+
+def test_limit_is_recorded_and_printed_as_a_subset(tmp_path):
+    path = _jsonl(tmp_path / "agr.jsonl", [_pair("the dog barks", "the dog bark", "agr")] * 3)
+    kept = evaluate_language_model(TableModel(BIGRAMS), blimp=path, syntaxgym=None, agreement=None)
+    assert kept.to_dict()["limit"] is None and "subset" not in kept.format()
+    cut = evaluate_language_model(
+        TableModel(BIGRAMS), blimp=path, syntaxgym=None, agreement=None, limit=2
+    )
+    assert cut.to_dict()["limit"] == 2 and cut.to_dict()["blimp"]["count"] == 2
+    assert "subset  the first 2 pairs or items of each file and set" in cut.format()
+
+
+def test_a_masked_model_without_its_mlm_head_is_refused(tmp_path, capsys):
+    model, tokenizer = _bert()
+    folder = tmp_path / "encoder"
+    model.bert.save_pretrained(folder)  # the bare encoder: no masked-LM head
+    tokenizer.save_pretrained(folder)
+    pairs = _jsonl(tmp_path / "p.jsonl", [_pair("the dog barks .", "the dog bark .", "agr")])
+    out = tmp_path / "scores.json"
+    argv = ["lm-eval", str(folder), "--kind", "masked", "--only", "blimp", "--blimp", str(pairs)]
+    assert main([*argv, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no weights for cls.predictions." in err and "needs its masked-LM head" in err
+    assert not out.exists()
+    # The same folder with its head is scored.
+    model.save_pretrained(folder)
+    assert main([*argv, "-o", str(out)]) == 0 and out.is_file()

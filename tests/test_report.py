@@ -96,6 +96,25 @@ def test_a_language_models_syntactic_scores_join_its_run(tmp_path):
         group_runs(runs)
 
 
+def test_a_limited_lm_eval_is_reported_as_a_subset_never_as_the_full_score(tmp_path):
+    scores = {"dev_perplexity": 80.0, "test_perplexity": 82.0}
+    run = _run(tmp_path, "lm-s1", 1, 0.0, scores=scores)
+    headline = {"blimp": 90.0, "syntaxgym": 40.0, "agreement_linzen": 70.0}
+    document = {"limit": 50, "headline": headline, "blimp": {}}
+    (run / "lm-eval.json").write_text(json.dumps(document))
+    report = format_report(group_runs([run]))
+    rows = [" ".join(line.split()) for line in report.splitlines()]
+    assert "blimp (subset: 50 pairs a file) 90.00" in rows
+    assert "syntaxgym (subset: 50 items a suite) 40.00" in rows
+    assert "agreement linzen (subset: 50 items a set) 70.00" in rows
+    assert "blimp 90.00" not in rows
+    # Nor is it averaged with a run scored on everything.
+    full = _run(tmp_path, "lm-s2", 2, 0.0, scores=scores)
+    (full / "lm-eval.json").write_text(json.dumps({"limit": None, "headline": headline}))
+    with pytest.raises(ValueError, match="report runs of one task together"):
+        group_runs([run, full])
+
+
 def test_a_plot_shows_the_first_held_out_score_unless_told():
     assert held_out_score(["dev_accuracy", "test_accuracy"]) == "test_accuracy"
     cola = ["dev_mcc", "dev_accuracy", "in_domain_mcc", "out_of_domain_mcc"]
