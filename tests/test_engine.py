@@ -320,6 +320,34 @@ def test_a_log_without_a_bar_hears_from_training_between_evaluations(tmp_path, m
     assert lines and re.fullmatch(r"epoch 1/1: update 1 of \d+, [\d.]+ updates/s", lines[0])
 
 
+def test_the_log_s_rate_is_true_after_checkpoints_and_its_end_is_max_updates(
+    tmp_path, monkeypatch, capsys
+):
+    """A clock that moves 1 s at every reading: no line may claim more than one update a
+    second, even with a checkpoint (which restarts the training-time clock) at every update;
+    and a run stopped by train.max_updates says it stops there."""
+    from treeattn.engine import trainer
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(trainer.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(trainer, "PROGRESS_LINE_SECONDS", 0.0)
+    settings = ("train.epochs=null", "train.max_updates=5", "train.checkpoint_every=1")
+    train(tiny_config(tmp_path, *settings, "train.progress=true"))
+    lines = [line for line in capsys.readouterr().err.splitlines() if "updates/s" in line]
+    found = [re.fullmatch(r"epoch 1: update (\d+) of (\d+), ([\d.]+) updates/s", x) for x in lines]
+    assert len(found) == 5 and all(found)
+    assert {int(m.group(2)) for m in found} == {5}
+    assert max(float(m.group(3)) for m in found) <= 1.0
+
+
+def test_a_config_that_is_not_utf8_is_named_with_line_and_column(tmp_path):
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"task: classify\ndata:\n  name: caf\xe9\n")
+    with pytest.raises(ValueError) as error:
+        read_raw_config(latin)
+    assert str(error.value).startswith(f"{latin}, line 3, column 12: not UTF-8 text (byte 0xe9)")
+
+
 def test_a_file_that_is_no_config_is_named_not_echoed(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("Remember to try a lower learning rate. " * 200, encoding="utf-8")

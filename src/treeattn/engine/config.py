@@ -231,11 +231,20 @@ def read_raw_config(path: str | Path | None, overrides: list[str] = ()) -> dict[
     """A YAML config file (or nothing) with ``--set`` overrides applied, not yet checked."""
     raw: dict[str, Any] = {}
     if path is not None:
-        with Path(path).open(encoding="utf-8") as f:
-            try:
-                raw = yaml.safe_load(f) or {}
-            except yaml.YAMLError as error:
-                raise ValueError(f"{path}: not valid YAML: {error}") from None
+        data = Path(path).read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:  # where, as a person finds it in an editor
+            before = data[: error.start]
+            line, column = before.count(b"\n") + 1, error.start - (before.rfind(b"\n") + 1) + 1
+            raise ValueError(
+                f"{path}, line {line}, column {column}: not UTF-8 text (byte "
+                f"0x{data[error.start]:02x}); save the config as UTF-8"
+            ) from None
+        try:
+            raw = yaml.safe_load(text) or {}
+        except yaml.YAMLError as error:
+            raise ValueError(f"{path}: not valid YAML: {error}") from None
         if not isinstance(raw, dict):  # named by its kind: the file itself may be long
             kind = "plain text" if isinstance(raw, str) else f"a YAML {type(raw).__name__}"
             raise ValueError(

@@ -386,9 +386,15 @@ class Trainer:
             mininterval=1.0,
         )
         started = time.perf_counter()
-        # Without a bar (a log file), a line about every minute says training goes on.
+        # Without a bar (a log file), a line about every minute says training goes on, with
+        # the rate since the line before (evaluations and checkpoints included) and where
+        # this epoch stops (its last batch, or train.max_updates before it).
         said = started if bar.disable and cfg.train.progress and self.replica.is_main else None
-        first = progress.step_in_epoch
+        said_at_step = progress.step_in_epoch
+        ends = len(batches)
+        if cfg.train.max_updates is not None:
+            left = cfg.train.max_updates - progress.global_step
+            ends = min(ends, progress.step_in_epoch + max(left, 0))
         stopped = False
         bfloat16 = self.precision == "bfloat16"
         for indices in batches[progress.step_in_epoch :]:
@@ -406,11 +412,12 @@ class Trainer:
             step = progress.global_step
             bar.update(1)
             if said is not None and time.perf_counter() - said >= PROGRESS_LINE_SECONDS:
-                said = time.perf_counter()
-                rate = (progress.step_in_epoch - first) / (said - started)
+                now = time.perf_counter()
+                rate = (progress.step_in_epoch - said_at_step) / max(now - said, 1e-9)
+                said, said_at_step = now, progress.step_in_epoch
                 _say(
                     f"epoch {progress.epoch + 1}{epochs}: update {progress.step_in_epoch} of "
-                    f"{len(batches)}, {rate:.1f} updates/s"
+                    f"{ends}, {rate:.1f} updates/s"
                 )
             stopped = should_stop(step)
             at_limit = self._finished() and progress.step_in_epoch < len(batches)
