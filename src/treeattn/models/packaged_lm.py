@@ -11,6 +11,9 @@ switches on: nothing is ever fetched.
 >>> model, tokenizer = load_packaged_lm("smollm2-135m")  # doctest: +SKIP
 >>> model.config.num_hidden_layers, tokenizer.is_fast  # doctest: +SKIP
 (30, True)
+
+As a backbone (``load_backbone("smollm2-135m")``), the same model's weights and tokenizer
+come as ``PretrainedFiles`` (``read_packaged_files``), as a local folder's would.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from treeattn.models.weights import WeightsError, packaged_file
+from treeattn.models.weights import (
+    PretrainedFiles,
+    TokenizerFiles,
+    WeightsError,
+    packaged_file,
+    tokenizer_from_json,
+)
 
 
 @dataclass(frozen=True)
@@ -103,3 +112,35 @@ def load_gguf(
 def load_packaged_lm(name: str, device: str = "cpu") -> tuple[Any, Any]:
     """The packaged model ``name`` (``smollm2-135m``) and its tokenizer, hash-checked."""
     return load_gguf(packaged_gguf(name), device=device)
+
+
+def read_packaged_tokenizer(name: str) -> TokenizerFiles:
+    """The config and tokenizer of the packaged model ``name``, as ``weights`` reads a
+    folder's (its weights left unread)."""
+    path = packaged_gguf(name)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    from transformers import AutoConfig, AutoTokenizer
+
+    where = {"gguf_file": path.name, "local_files_only": True}
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, **where)
+    return TokenizerFiles(
+        config=AutoConfig.from_pretrained(path.parent, **where).to_dict(),
+        tokenizer=tokenizer_from_json(tokenizer.backend_tokenizer.to_str()),
+        source=str(path),
+    )
+
+
+def read_packaged_files(name: str) -> PretrainedFiles:
+    """The packaged model ``name`` as a backbone reads a folder: its config, its weights
+    (de-quantized, by the ``transformers`` names of its causal-LM class) and its
+    tokenizer; ``sha256`` is the GGUF file's."""
+    path = packaged_gguf(name)
+    model, tokenizer = load_gguf(path)
+    return PretrainedFiles(
+        config=model.config.to_dict(),
+        tokenizer=tokenizer_from_json(tokenizer.backend_tokenizer.to_str()),
+        source=str(path),
+        state=model.state_dict(),
+        sha256=PACKAGED_LMS[name].sha256,
+    )

@@ -63,7 +63,7 @@ class PretrainedFiles(TokenizerFiles):
     sha256: str
 
 
-def _tokenizer_from_json(text: str) -> Any:
+def tokenizer_from_json(text: str) -> Any:
     # Never reach a hub, whatever the library on top of tokenizers tries later.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -80,7 +80,7 @@ def _tokenizer_from_json(text: str) -> Any:
 def _tokenizer_files(files: dict[str, bytes], source: str) -> TokenizerFiles:
     return TokenizerFiles(
         config=json.loads(files["config.json"]),
-        tokenizer=_tokenizer_from_json(files["tokenizer.json"].decode("utf-8")),
+        tokenizer=tokenizer_from_json(files["tokenizer.json"].decode("utf-8")),
         source=source,
     )
 
@@ -201,14 +201,23 @@ def _local_directory(source: str | os.PathLike[str]) -> Path:
     """``source`` as a directory, or an error naming both kinds of source."""
     if not Path(source).is_dir():
         raise WeightsError(
-            f"{source}: not a directory, nor the name 'minilm' (installed with {INSTALL_HINT})"
+            f"{source}: not a directory, nor the name 'minilm' (installed with {INSTALL_HINT}) "
+            "or 'smollm2-135m' (make install)"
         )
     return Path(source)
 
 
 def read_pretrained(source: str | os.PathLike[str], sha256: str | None = None) -> PretrainedFiles:
     """The files of ``source``: ``"minilm"`` (the package, checked against its pinned
-    sha256) or a local directory (checked against ``sha256`` when one is given)."""
+    sha256), a packaged causal LM's name (``smollm2-135m``, ``packaged_lm``, checked
+    against its own pin) or a local directory (checked against ``sha256`` when one is
+    given)."""
+    from treeattn.models import packaged_lm  # it reads this module's types
+
+    if packaged_lm.is_packaged_lm(source):
+        if sha256 not in (None, packaged_lm.PACKAGED_LMS[str(source)].sha256):
+            raise WeightsError(f"{source}: its file is pinned; a sha256 of its own is not read")
+        return packaged_lm.read_packaged_files(str(source))
     if str(source) == "minilm":
         return read_archive(packaged_archive(), MINILM_SHA256 if sha256 is None else sha256)
     return read_directory(_local_directory(source), sha256)
@@ -217,6 +226,10 @@ def read_pretrained(source: str | os.PathLike[str], sha256: str | None = None) -
 def read_tokenizer(source: str | os.PathLike[str]) -> TokenizerFiles:
     """The config and the tokenizer of ``source`` (as ``read_pretrained`` names it), its
     weights left unread: splitting words into pieces needs no model."""
+    from treeattn.models import packaged_lm
+
+    if packaged_lm.is_packaged_lm(source):
+        return packaged_lm.read_packaged_tokenizer(str(source))
     if str(source) == "minilm":
         path = packaged_archive()
         with zipfile.ZipFile(path) as archive:

@@ -18,6 +18,7 @@ from treeattn.engine.config import Config, read_raw_config
 from treeattn.engine.task import Task
 from treeattn.tasks.causal_lm import CausalLMTask
 from treeattn.tasks.classify import ClassifyTask
+from treeattn.tasks.hierarchical_generalization import HierarchicalGeneralizationTask
 from treeattn.tasks.mlm import MaskedLMTask
 from treeattn.tasks.parse import ParseTask
 from treeattn.tasks.translate import TranslateTask
@@ -48,6 +49,7 @@ register_task(MaskedLMTask)
 register_task(ParseTask)
 register_task(TranslateTask)
 register_task(CausalLMTask)
+register_task(HierarchicalGeneralizationTask)
 
 
 def _named_task(raw: dict[str, Any]) -> str:

@@ -97,6 +97,17 @@ class TranslateModel(EncoderConfig):
     decoder_layers: int | None = None  # default: n_layers
 
 
+def check_encoder_decoder(m: TranslateModel, positive: dict[str, Any], where: str) -> None:
+    """Reject a model section no encoder-decoder can use, and data values (``positive``:
+    key -> value) that must be positive, naming the key."""
+    if m.decoder_layers is not None:
+        positive = {**positive, "model.decoder_layers": m.decoder_layers}
+    check_positive(positive, where)
+    entry = check_encoder(m, where)
+    if entry.module.cross_attends is None:
+        raise ValueError(f"{where}: model.attention={m.attention} has no translation decoder")
+
+
 @dataclass(frozen=True)
 class Pair:
     """A source sentence, its PTB words, its tree over them (encoders that read trees),
@@ -226,12 +237,7 @@ class TranslateTask(Task):
             "data.target_vocab_size": d.target_vocab_size,
             "data.beam_size": d.beam_size,
         }
-        if m.decoder_layers is not None:
-            positive["model.decoder_layers"] = m.decoder_layers
-        check_positive(positive, where)
-        entry = check_encoder(m, where)
-        if entry.module.cross_attends is None:
-            raise ValueError(f"{where}: model.attention={m.attention} has no translation decoder")
+        check_encoder_decoder(m, positive, where)
 
     @property
     def title(self) -> str:
@@ -312,6 +318,11 @@ class TranslateTask(Task):
         self.target_subwords = Subwords.learn(
             (p.target for p in train_examples), d.target_vocab_size, self.cfg.seed
         )
+        self.fit_trees(train_examples)
+
+    def fit_trees(self, train_examples: Sequence[Pair]) -> None:
+        """After the source's pieces are known: where the trees come from, and the phrase
+        labels of an encoder that reads them."""
         self._pieces = {}
         self.trees = self.tree_source.record() if self._entry.needs_trees else None
         if self._entry.reads_trees:
@@ -327,10 +338,15 @@ class TranslateTask(Task):
         return self._pieces[word]
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
+        return {
             "source_subwords": self.source_subwords.model,
             "target_subwords": self.target_subwords.model,
+            **self.trees_state(),
         }
+
+    def trees_state(self) -> dict[str, Any]:
+        """What ``fit_trees`` learned, for ``state_dict``."""
+        state: dict[str, Any] = {}
         if self.node_vocab is not None:
             state["node_vocab"] = self.node_vocab.tokens
         if self.trees is not None:
@@ -340,6 +356,10 @@ class TranslateTask(Task):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.source_subwords = Subwords(bytes(state["source_subwords"]))
         self.target_subwords = Subwords(bytes(state["target_subwords"]))
+        self.load_trees_state(state)
+
+    def load_trees_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``trees_state`` gave, instead of ``fit_trees``."""
         self._pieces = {}
         if self._entry.reads_trees:
             self.node_vocab = Vocab(state["node_vocab"])

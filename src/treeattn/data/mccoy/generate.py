@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from treeattn.data.mccoy.files import MCCOY_SPLITS, Example, McCoyData, split_file
+from treeattn.data.mccoy.files import MCCOY_SPLITS, Example, McCoyData, read_rows, split_file
 from treeattn.data.mccoy.grammar import START, VERB_INTRANS, VERB_TRANS, Grammar
 from treeattn.data.mccoy.sentences import NO_MODIFIER, PP, RC, past_tense, read_sentence
 from treeattn.data.paths import cache_dir
@@ -45,9 +45,9 @@ GENERATOR_VERSION = 1
 def shared_sentences(data: McCoyData) -> set[str]:
     """The sentences (inputs without their task word) of the shared dev, test and gen."""
     return {
-        " ".join(example.source[:-1])
+        " ".join(source[:-1])
         for split in MCCOY_SPLITS
-        for example in data.load_split(split)
+        for source, _ in read_rows(data.split_path(split))
     }
 
 
