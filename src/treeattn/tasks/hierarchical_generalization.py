@@ -116,7 +116,8 @@ class HierarchicalGeneralizationTask(TranslateTask):
         super().__init__(cfg)
         d = cfg.data
         self.data = McCoyData.load(d.name, d.root)
-        keys = ("main_aux", "first_aux") if self.data.task is QUESTION else ("agree_subject",)
+        is_question = self.data.task is QUESTION
+        keys = ("main_aux", "first_aux") if is_question else ("agree_subject", "agree_recent")
         self.headline = ("sequence_accuracy", *keys)
         self._gen_watch: TranslationSet | None = None
 
