@@ -46,7 +46,7 @@ def _settings(cls: type[DataSet]) -> set[str]:
 
 
 def test_data_sets_are_registered_with_their_classes():
-    assert dataset_names() == ["listops", "sst5", "sst2", "cola", "labeled", "text"]
+    assert dataset_names() == ["listops", "sst5", "sst2", "cola", "labeled", "text", "mccoy"]
     classes = {name: dataset_class(name).classes for name in dataset_names()}
     assert classes["listops"] == tuple("0123456789")
     assert classes["sst5"] == ("0", "1", "2", "3", "4") and classes["sst2"] == ("0", "1")

@@ -1,6 +1,8 @@
-"""Causal language modelling on raw text (the ``text`` data set): each sentence read left
-to right between ``<s>`` and ``</s>``, every word (or piece) and the end predicted from the
-ones before; chosen by dev perplexity per predicted token. Over words or subword pieces
+"""Causal language modelling on raw text (the ``text`` data set), or on McCoy et al.'s
+``input output`` strings (``mccoy``; ``treeattn.analysis.generalization`` decodes and
+scores their outputs): each sentence read left to right between ``<s>`` and ``</s>``,
+every word (or piece) and the end predicted from the ones before; chosen by dev
+perplexity per predicted token. Over words or subword pieces
 (``treeattn.tasks.language``); the encoder's mechanism must be causal
 (``Capabilities.causal``: the plain Transformer)."""
 
@@ -23,9 +25,10 @@ from treeattn.engine.config import Config
 from treeattn.engine.task import evaluating
 from treeattn.models.causal_lm import CausalLanguageModel
 from treeattn.models.registry import build_encoder, check_encoder, encoder_names
+from treeattn.tasks.datasets.mccoy import MCCOY
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch
 from treeattn.tasks.language import CAUSAL, END, LanguageModelTask, LmData, LmModel
-from treeattn.tasks.sentences import LabeledSentence
+from treeattn.tasks.sentences import TEXT, LabeledSentence
 
 
 def next_token_loss(
@@ -53,13 +56,14 @@ class CausalLMTask(LanguageModelTask):
     lm_kind = CAUSAL
     activity = "causal language modelling"
     special_words = (START, END)
+    datasets = (TEXT, MCCOY)
     output_formats = ("jsonl",)
 
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         super().check_config(cfg, where)
         d, m = cfg.data, cfg.model
-        if d.start_token:
+        if getattr(d, "start_token", False):  # a setting of the text data set
             raise ValueError(
                 f"{where}: data.start_token: causal language modelling always reads <s> "
                 "first (and predicts </s> last); leave it false"

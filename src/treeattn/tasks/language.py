@@ -4,19 +4,23 @@ training text, and a trained model's view of any raw text, piece by piece, for s
 (``treeattn.evaluation``).
 
 Words come from the ``text`` data set (``treeattn.data.text``: the shared English
-corpora), shown as the text options say. ``data.vocabulary: words`` gives each word an id
-(rare ones ``<unk>``); ``subwords`` learns a unigram SentencePiece model of at most
+corpora), shown as the text options say, or from another data set of plain sentences that
+a task lists in its ``datasets`` (the causal task: McCoy et al.'s ``input output``
+strings, ``treeattn.tasks.datasets.mccoy``), whose data section holds its own settings
+and the language-model ones (``LmSettings``). ``data.vocabulary: words`` gives each word
+an id (rare ones ``<unk>``); ``subwords`` learns a unigram SentencePiece model of at most
 ``data.vocab_size`` pieces on the training split's words, as translation does, and splits
 each word into its pieces, so that a word never seen in training is still read, piece by
 piece, and not as ``<unk>``. Either way the model reads ids of one ``Vocab`` (padding,
 unknown and mask first).
 
-``data.trees`` keeps a tree of each sentence's words beside it (``LabeledSentence.tree``;
-with subwords, each word's pieces in a subtree under it): the shipped parser's, each split
-parsed once and cached as the tree source caches (``treeattn.parsing.tree_source``), or
-the right-branching control. The encoders these tasks take read no trees; the trees are
-for a mechanism's training loss on the hidden states (tree regularization), which the
-tasks' ``loss`` adds where it says so.
+``data.trees`` keeps a tree of each training sentence's words beside it
+(``LabeledSentence.tree``; with subwords, each word's pieces in a subtree under it): the
+data set's own (``gold``, where it has them), the shipped parser's, each split parsed once
+and cached as the tree source caches (``treeattn.parsing.tree_source``), or the
+right-branching control, as the data set allows (``DataSet.tree_kinds``). The encoders
+these tasks take read no trees; the trees are for a mechanism's training loss on the
+hidden states (tree regularization), which the tasks' ``loss`` adds where it says so.
 
 Raw text to score (``text_pieces``) is tokenized as the Penn Treebank is, each word kept
 with its characters in the text, the text options applied word by word (a word they drop
@@ -28,7 +32,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, make_dataclass, replace
+from functools import cache
 from typing import Any, ClassVar
 
 import torch
@@ -43,7 +48,7 @@ from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.models.inputs import SUBWORD_NODE, EncoderInputs
 from treeattn.models.registry import EncoderConfig, encoder_entry
 from treeattn.models.tree_loss import TreeLossSettings, with_tree_loss
-from treeattn.parsing.tree_source import PARSER, RIGHT_BRANCHING, TreeSource
+from treeattn.parsing.tree_source import GOLD, TreeSource
 from treeattn.tasks.datasets import TextSettings, dataset_class, open_dataset, read_examples
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
 from treeattn.tasks.sentences import (
@@ -59,21 +64,35 @@ from treeattn.trees.tokenize import tokenize_with_offsets
 
 WORDS, SUBWORDS = "words", "subwords"
 VOCABULARIES = (WORDS, SUBWORDS)
-TREE_KINDS = (PARSER, RIGHT_BRANCHING)  # data.trees, besides null
 END = "</s>"  # the end token a causal model predicts last
 CAUSAL, MASKED = "causal", "masked"
 
 
 @dataclass
-class LmData(TextSettings):
-    """The ``text`` data set's settings, the vocabulary (words, or SentencePiece pieces
-    learned on the training split's words) and the trees kept beside the text."""
+class LmSettings:
+    """The vocabulary (words, or SentencePiece pieces learned on the training split's
+    words) and the trees kept beside the text."""
 
     vocabulary: str = WORDS
     vocab_size: int = 8000  # subwords: at most this many pieces (specials included)
-    # null: no trees; parser (each split parsed once, cached) or right-branching
+    # null: no trees; gold (the data set's own), parser (each split parsed once, cached)
+    # or right-branching, as the data set allows
     trees: str | None = None
     parser: str | None = None  # accurate (default) or fast (shipped), or a parser file
+
+
+@dataclass
+class LmData(TextSettings, LmSettings):
+    """The ``text`` data set's settings and the language-model ones."""
+
+
+@cache
+def lm_data_class(settings: type) -> type:
+    """The data section of a language model on a data set other than ``text``: that data
+    set's ``settings`` and the language-model ones (``LmSettings``)."""
+    combined = make_dataclass(f"Lm{settings.__name__}", [], bases=(settings, LmSettings))
+    combined.__module__ = __name__
+    return combined
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,7 @@ class LanguageModelTask(Task):
 
     lm_kind: ClassVar[str]
     activity: ClassVar[str]  # what the task does, for messages ("masked language modelling")
+    datasets: ClassVar[tuple[str, ...]] = (TEXT,)  # the data sets of plain sentences read
     # Tokens the vocabulary holds whatever the text (besides padding, unknown and mask).
     special_words: ClassVar[tuple[str, ...]] = ()
 
@@ -122,25 +142,39 @@ class LanguageModelTask(Task):
         self.trees: dict[str, str] | None = None
 
     @classmethod
+    def data_section(cls, data: Any, where: str) -> tuple[type, Any]:
+        """``Data`` for ``text`` (and for a name the task does not read, which
+        ``check_config`` refuses); for another data set of ``datasets``, its own settings
+        and the language-model ones."""
+        name = data.get("name", TEXT) if isinstance(data, dict) else TEXT
+        if name == TEXT or name not in cls.datasets:
+            return cls.Data, data
+        return lm_data_class(dataset_class(name).Settings), data
+
+    @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         d = cfg.data
-        if d.name != TEXT:
-            raise ValueError(f"{where}: data.name={d.name!r}; {cls.activity} reads text")
-        dataset_class(d.name).check(d, where)
+        if d.name not in cls.datasets:
+            raise ValueError(
+                f"{where}: data.name={d.name!r}; {cls.activity} reads {' or '.join(cls.datasets)}"
+            )
+        dataset = dataset_class(d.name)
+        dataset.check(d, where)
         if d.vocabulary not in VOCABULARIES:
             raise ValueError(
                 f"{where}: data.vocabulary={d.vocabulary!r}: choose {' or '.join(VOCABULARIES)}"
             )
         check_positive({"data.vocab_size": d.vocab_size}, where)
-        if d.trees is not None and d.trees not in TREE_KINDS:
+        kinds = dataset.tree_kinds
+        if d.trees is not None and d.trees not in kinds:
             raise ValueError(
-                f"{where}: data.trees={d.trees!r}: choose null, {' or '.join(TREE_KINDS)}"
+                f"{where}: data.trees={d.trees!r}: {d.name} takes null, {' or '.join(kinds)}"
             )
         m = cfg.model
         if m.tree_loss is not None and d.trees is None:
             raise ValueError(
                 f"{where}: model.tree_loss reads each training sentence's tree; set data.trees "
-                f"({' or '.join(TREE_KINDS)})"
+                f"({' or '.join(kinds)})"
             )
         m.check_tree_loss(where, encoder_entry(m.attention).module)
 
@@ -158,8 +192,14 @@ class LanguageModelTask(Task):
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
         examples, where = read_examples(open_dataset(self.cfg.data), source, False)
         # The encoders these tasks take read no trees: only the training split's feed a
-        # loss, so only they are made (no parse of dev and test).
-        if self.tree_source is not None and source == self.train_split:
+        # loss, so only they are kept or made (no parse of dev and test).
+        if self.tree_source is None or source != self.train_split:
+            examples = [replace(ex, tree=None) for ex in examples]
+        elif self.tree_source.kind == GOLD:
+            missing = [k for k, ex in enumerate(examples, start=1) if ex.tree is None]
+            if missing:
+                raise ValueError(f"{where}: sentence {missing[0]} has no gold tree")
+        else:
             trees = self.tree_source.trees([ex.tokens for ex in examples], where)
             examples = [replace(ex, tree=t) for ex, t in zip(examples, trees, strict=True)]
         return self._words_of(examples), where

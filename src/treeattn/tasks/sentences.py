@@ -56,8 +56,13 @@ def binary_unlabeled(tree: Tree) -> Tree:
 
 
 def text_options(cfg: Any) -> TextOptions:
-    """The text options of a ``text`` data section."""
-    return TextOptions(cfg.drop_punctuation, cfg.lowercase, cfg.normalize_numbers)
+    """The text options of a ``text`` data section; a data section without one of them
+    (another data set of plain sentences) leaves its words as written there."""
+    return TextOptions(
+        getattr(cfg, "drop_punctuation", False),
+        cfg.lowercase,
+        getattr(cfg, "normalize_numbers", False),
+    )
 
 
 def read_text(sentences: Sequence[list[str]], cfg: Any, where: str | Path) -> list[list[str]]:

@@ -17,6 +17,7 @@ from treeattn.tasks.datasets.base import SPLITS, DataSet, SentenceSettings
 from treeattn.tasks.datasets.cola import Cola, ColaSettings
 from treeattn.tasks.datasets.labeled import LabeledFiles, LabeledSettings, read_labeled_file
 from treeattn.tasks.datasets.listops import ListOps, ListOpsSettings
+from treeattn.tasks.datasets.mccoy import McCoySettings, McCoyStrings
 from treeattn.tasks.datasets.sst import Sst2, Sst5, SstSettings
 from treeattn.tasks.datasets.text import Text, TextSettings
 from treeattn.tasks.sentences import LabeledSentence
@@ -27,6 +28,7 @@ __all__ = [
     "DataSet",
     "LabeledSettings",
     "ListOpsSettings",
+    "McCoySettings",
     "SentenceSettings",
     "SstSettings",
     "TextSettings",
@@ -65,7 +67,7 @@ def open_dataset(settings: Any) -> DataSet:
     return dataset_class(settings.name)(settings)
 
 
-for _cls in (ListOps, Sst5, Sst2, Cola, LabeledFiles, Text):
+for _cls in (ListOps, Sst5, Sst2, Cola, LabeledFiles, Text, McCoyStrings):
     register_dataset(_cls)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from treeattn.data.text import check_corpora, text_corpora
+from treeattn.parsing.tree_source import PARSER, RIGHT_BRANCHING
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings
 from treeattn.tasks.sentences import (
     TEXT,
@@ -36,6 +37,7 @@ class Text(DataSet):
 
     name = TEXT
     Settings = TextSettings
+    tree_kinds = (PARSER, RIGHT_BRANCHING)  # raw text has no trees of its own
 
     @classmethod
     def check(cls, settings: Any, where: str) -> None:
