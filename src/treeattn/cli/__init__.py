@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import argparse
 
-from treeattn.cli import analysis, cache, data, lm_eval, parsing, training, translation
+from treeattn.cli import (
+    analysis,
+    cache,
+    data,
+    generalization,
+    lm_eval,
+    parsing,
+    training,
+    translation,
+)
 from treeattn.cli.status import BAD_INPUT, STATUS_HELP, run_command
 
 __all__ = ["build_parser", "main"]
@@ -40,6 +49,8 @@ examples:
   treeattn view runs/sst5-hierarchical/best.pt sentences.txt -o page.html
   treeattn report runs/sst5-s1 runs/sst5-s2 runs/sst5-s3
   treeattn lm-eval runs/lm-causal/best.pt -o scores.json --plot blimp.png
+  treeattn generalize runs/mccoy-question-lm/last.pt -o generalization.json
+  treeattn generalize-curve runs/mccoy-question-lm --plot gen-main-aux.png
   treeattn evalb gold.mrg predicted.txt
   treeattn show "$TREEATTN_DATA/sst/dev.txt" --limit 2
   treeattn cache clear
@@ -68,6 +79,8 @@ COMMANDS = (
     analysis.add_constituent_prior,
     analysis.add_view,
     lm_eval.add_lm_eval,
+    generalization.add_generalize,
+    generalization.add_generalize_curve,
     parsing.add_evalb,
     parsing.add_show,
     cache.add_cache,
