@@ -14,11 +14,12 @@ from treeattn.cli.text import several_sentences, warn_several_sentences
 
 # Written out so that --help need not load the task registry (and torch); a test holds
 # them to the registry (``treeattn mechanisms`` prints it).
-TASKS = "classify, mlm, causal-lm, parse or translate"
+TASKS = "classify, mlm, causal-lm, parse, translate or hierarchical_generalization"
 SPLITS = (
     "classify, mlm, causal-lm and parse: train, dev, test (classify on cola: train, dev, "
     "in_domain, out_of_domain); "
-    "translate: train, val, test_2016_flickr, test_2017_flickr"
+    "translate: train, val, test_2016_flickr, test_2017_flickr; "
+    "hierarchical_generalization: train, dev, test, gen"
 )
 
 
