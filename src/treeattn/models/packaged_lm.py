@@ -91,6 +91,13 @@ def packaged_gguf(name: str) -> Path:
     return checked_gguf(found, known.sha256, hint)
 
 
+def _offline_gguf(path: Path) -> dict[str, Any]:
+    """``from_pretrained``'s keywords that read the GGUF file ``path``, with the hub off."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    return {"gguf_file": path.name, "local_files_only": True}
+
+
 def load_gguf(
     path: str | os.PathLike[str], sha256: str | None = None, device: str = "cpu"
 ) -> tuple[Any, Any]:
@@ -99,11 +106,9 @@ def load_gguf(
     path = Path(path)
     if sha256 is not None:
         checked_gguf(path, sha256)
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    where = _offline_gguf(path)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    where = {"gguf_file": path.name, "local_files_only": True}
     tokenizer = AutoTokenizer.from_pretrained(path.parent, **where)
     model = AutoModelForCausalLM.from_pretrained(path.parent, **where)
     return model.to(device).eval(), tokenizer
@@ -118,11 +123,9 @@ def read_packaged_tokenizer(name: str) -> TokenizerFiles:
     """The config and tokenizer of the packaged model ``name``, as ``weights`` reads a
     folder's (its weights left unread)."""
     path = packaged_gguf(name)
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    where = _offline_gguf(path)
     from transformers import AutoConfig, AutoTokenizer
 
-    where = {"gguf_file": path.name, "local_files_only": True}
     tokenizer = AutoTokenizer.from_pretrained(path.parent, **where)
     return TokenizerFiles(
         config=AutoConfig.from_pretrained(path.parent, **where).to_dict(),
