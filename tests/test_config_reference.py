@@ -70,6 +70,7 @@ def code_sections() -> Sections:
     for section in ("data", "model", "train"):
         del top[section]
     sections: Sections = {("", ""): top | _keys(TrainConfig, "train.")}
+    by_dataset: dict[str, dict[str, dict[str, list[Any]]]] = {}  # data set -> task -> keys
     for name in task_names():
         task = task_class(name)
         sections[("task", name)] = _keys(task.Model, "model.")
@@ -78,7 +79,14 @@ def code_sections() -> Sections:
             sections[("data set", name)] = _keys(task.Data, "data.")
         for dataset in datasets or ():
             data_class, _ = task.data_section({"name": dataset}, NAME)
-            sections[("data set", dataset)] = _keys(data_class, "data.")
+            by_dataset.setdefault(dataset, {})[name] = _keys(data_class, "data.")
+    # A data set is listed under its name with the keys of the first task that reads it; a
+    # task that reads it with keys of its own (text in mlm, with its masking) lists those
+    # under the task's name.
+    for dataset, tasks in by_dataset.items():
+        first, *others = tasks.items()
+        sections[("data set", dataset)] = first[1]
+        sections.update({("data set", task): keys for task, keys in others if keys != first[1]})
     prefix = "model.attention_options."
     for name in encoder_names():
         plain = _keys(encoder_entry(name).options, prefix)

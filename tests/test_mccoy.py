@@ -294,7 +294,7 @@ def test_a_tiny_model_trains_on_a_small_generated_set(question, tmp_path, monkey
         None,
         [
             "task=hierarchical_generalization",
-            "data.name=question",
+            "data.task=question",
             "data.train_size=200",
             "data.watch_gen=10",
             *(f"data.paths.{split}={path}" for split, path in splits.items()),

@@ -33,6 +33,7 @@ from treeattn.data.mccoy.scores import generalization_scores, sequence_accuracy
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection
 from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, right_branching
+from treeattn.tasks.datasets.mccoy import MCCOY
 from treeattn.tasks.translate import (
     Pair,
     TranslateModel,
@@ -48,12 +49,14 @@ SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # the ids translation expects: 0, 
 
 @dataclass
 class HierarchicalData:
-    """``name``: ``question`` or ``tense``; ``root``: the data folder (default from
+    """``name``: ``mccoy``, the one data set (as the language-model tasks name it);
+    ``task``: ``question`` or ``tense``; ``root``: the data folder (default from
     ``TREEATTN_DATA``); ``mix``: ``shared`` or ``grammar`` (``treeattn.data.mccoy.generate``);
     ``paths``: split (``dev``, ``test``, ``gen``) -> a file of ``input<TAB>output`` lines
     read in the shared split's place."""
 
-    name: str = "question"
+    name: str = MCCOY
+    task: str = "question"
     root: str | None = None
     paths: dict = field(default_factory=dict)
     train_size: int = TRAIN_SIZE
@@ -115,7 +118,7 @@ class HierarchicalGeneralizationTask(TranslateTask):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         d = cfg.data
-        self.data = McCoyData.load(d.name, d.root)
+        self.data = McCoyData.load(d.task, d.root)
         is_question = self.data.task is QUESTION
         keys = ("main_aux", "first_aux") if is_question else ("agree_subject", "agree_recent")
         self.headline = ("sequence_accuracy", *keys)
@@ -124,8 +127,10 @@ class HierarchicalGeneralizationTask(TranslateTask):
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
-        if d.name not in TASKS:
-            raise ValueError(f"{where}: data.name={d.name!r}: choose {', '.join(TASKS)}")
+        if d.name != MCCOY:
+            raise ValueError(f"{where}: data.name={d.name!r}: this task reads {MCCOY}")
+        if d.task not in TASKS:
+            raise ValueError(f"{where}: data.task={d.task!r}: choose {', '.join(TASKS)}")
         if d.trees not in TREE_KINDS:
             raise ValueError(f"{where}: data.trees={d.trees!r}: choose {', '.join(TREE_KINDS)}")
         if d.mix not in MIXES:
@@ -142,7 +147,7 @@ class HierarchicalGeneralizationTask(TranslateTask):
 
     @property
     def title(self) -> str:
-        return f"{self.cfg.model.attention}, {self.cfg.data.name} ({self.cfg.data.trees} trees)"
+        return f"{self.cfg.model.attention}, {self.cfg.data.task} ({self.cfg.data.trees} trees)"
 
     # -- splits and data ----------------------------------------------------------------
 
@@ -176,9 +181,9 @@ class HierarchicalGeneralizationTask(TranslateTask):
         """How errors and logs name a split (or a file)."""
         d = self.cfg.data
         if source == self.train_split:
-            return f"{d.name} train ({d.train_size} pairs, seed {d.train_seed}, {d.mix} mix)"
+            return f"{d.task} train ({d.train_size} pairs, seed {d.train_seed}, {d.mix} mix)"
         if source in MCCOY_SPLITS:
-            return f"{d.name} {source}" + (f" ({d.paths[source]})" if source in d.paths else "")
+            return f"{d.task} {source}" + (f" ({d.paths[source]})" if source in d.paths else "")
         return source
 
     def _pairs(self, examples: Sequence[Example], where: str) -> list[Pair]:
