@@ -24,6 +24,7 @@ from safetensors.torch import save
 from treeattn.models.backbone import Backbone, build_backbone, load_backbone
 from treeattn.models.bert import from_bert_names
 from treeattn.models.pieces import SentenceTooLong, load_splitter
+from treeattn.models.sources import read_pretrained
 from treeattn.models.weights import (
     INSTALL_HINT,
     MINILM_SHA256,
@@ -31,7 +32,6 @@ from treeattn.models.weights import (
     packaged_archive,
     read_archive,
     read_directory,
-    read_pretrained,
 )
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -25,8 +25,9 @@ from tests.test_backbone import SENTENCES, transformers_tokenizer, write_tiny_be
 from treeattn.attention.head_edit import HeadEdit, edited_attention
 from treeattn.attention.injection import as_word_of_piece, words_to_pieces
 from treeattn.models.backbone import build_backbone
+from treeattn.models.sources import read_pretrained
 from treeattn.models.syntax_injection import inject_syntax, make_injection
-from treeattn.models.weights import WeightsError, read_directory, read_pretrained
+from treeattn.models.weights import WeightsError, read_directory
 from treeattn.parsing import Parser
 from treeattn.parsing.alignment import align_text
 from treeattn.parsing.sentence_trees import sentence_trees

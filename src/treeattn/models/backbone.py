@@ -23,8 +23,9 @@ from torch import Tensor, nn
 from treeattn.attention.head_edit import HeadEdit, LayerEdits
 from treeattn.models.bert import BertConfig, BertEncoder
 from treeattn.models.pieces import PieceBatch, PieceSplitter
+from treeattn.models.sources import read_pretrained
 from treeattn.models.transformers_encoder import TransformersEncoder, is_bert
-from treeattn.models.weights import PretrainedFiles, read_pretrained
+from treeattn.models.weights import PretrainedFiles
 
 
 class ScalarMix(nn.Module):

