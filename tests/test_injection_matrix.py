@@ -112,32 +112,33 @@ def test_a_later_token_never_changes_an_earlier_position(family, name):
     assert (after[0, -1] - before[0, -1]).abs().max() > 0
 
 
-def padded(ids: torch.Tensor, side: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch of ``ids[0]`` (LENGTH words) and ``ids[1][:SHORT]``, padded on ``side``."""
+def padded(ids: torch.Tensor, side: str, short: int = SHORT) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch of ``ids[0]`` (LENGTH words) and ``ids[1][:short]``, padded on ``side``."""
     mask = torch.ones_like(ids)
     batch = ids.clone()
     if side == "right":
-        mask[1, SHORT:] = 0
+        mask[1, short:] = 0
     else:
-        mask[1, : LENGTH - SHORT] = 0
-        batch[1, LENGTH - SHORT :] = ids[1, :SHORT]
+        mask[1, : LENGTH - short] = 0
+        batch[1, LENGTH - short :] = ids[1, :short]
     return batch.masked_fill(mask == 0, 0), mask
 
 
+@pytest.mark.parametrize("short", [SHORT, 1])  # 1: a one-token sentence beside a long one
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("name", list(INJECTIONS))
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_padded_batch_equals_each_sentence_alone(family, name, side):
+def test_a_padded_batch_equals_each_sentence_alone(family, name, side, short):
     if family == "bart" and side == "left":
         pytest.skip("BART's learned absolute positions move with left padding, plain or not")
     model = tiny_model(family)
     injection = inject(model, family, name)
     ids = sentences()
-    batch, mask = padded(ids, side)
+    batch, mask = padded(ids, side, short)
     together = run(
-        model, family, batch, mask, make_syntax(injection, family, trees([LENGTH, SHORT]), mask)
+        model, family, batch, mask, make_syntax(injection, family, trees([LENGTH, short]), mask)
     )
-    for row, n in enumerate((LENGTH, SHORT)):
+    for row, n in enumerate((LENGTH, short)):
         alone_ids, alone_mask = ids[row : row + 1, :n], torch.ones(1, n, dtype=torch.long)
         syntax = make_syntax(injection, family, trees([n]), alone_mask)
         alone = run(model, family, alone_ids, alone_mask, syntax)
