@@ -280,3 +280,13 @@ def test_smollm2_syntax_that_allows_everything_gives_the_plain_model(smollm2):
         finally:
             injection.remove()
     torch.testing.assert_close(ranged, plain, rtol=1e-5, atol=1e-4)
+
+
+def test_a_bert_decoder_s_cross_attention_is_never_edited():
+    config = tiny_transformers_config("bert", vocab=VOCAB)
+    config.is_decoder, config.add_cross_attention = True, True
+    model = transformers.AutoModel.from_config(config, attn_implementation="sdpa")
+    injection = inject_syntax(model, "distance", layers=[0, 1], heads=[0])
+    hooked = [name for name, m in model.named_modules() if m._forward_pre_hooks]
+    assert hooked == ["encoder.layer.0.attention.self", "encoder.layer.1.attention.self"]
+    assert injection.causal  # a BERT decoder's self-attention is causal
