@@ -221,6 +221,14 @@ def _help(capsys, *command: str) -> str:
     return capsys.readouterr().out
 
 
+def test_the_top_level_help_names_every_task(capsys):
+    from treeattn.tasks import task_class, task_names
+
+    text = " ".join(_help(capsys).split())
+    for name in [n for n in task_names() if task_class(n).__module__.startswith("treeattn.")]:
+        assert re.search(rf"\b{re.escape(name)}\b", text), name
+
+
 def test_the_top_level_help_fits_an_80_column_terminal(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     long = [line for line in _help(capsys).splitlines() if len(line) > 79]

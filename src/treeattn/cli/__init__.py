@@ -24,12 +24,13 @@ treeattn: syntax inside Transformer attention.
 
 Train, evaluate and run Transformer encoders whose attention mechanism is
 chosen by name (and tree encoders: hierarchical accumulation, Tree-LSTM;
-listed by `treeattn mechanisms`) on a task (classify, mlm, parse, translate),
-parse raw text with the label attention parser, translate with a trained
-model, look at what models learned (attention maps, latent trees, induced
-constituency trees, label attention heads, cross-attention on phrase nodes),
-score language models on BLiMP, SyntaxGym and agreement, read and score parse
-trees, and run the built-in ListOps demo.
+listed by `treeattn mechanisms`) on a task (classify, mlm, causal-lm, parse,
+translate, hierarchical_generalization), parse raw text with the label
+attention parser, translate with a trained model, look at what models
+learned (attention maps, latent trees, induced constituency trees, label
+attention heads, cross-attention on phrase nodes), score language models on
+BLiMP, SyntaxGym and agreement, read and score parse trees, and run the
+built-in ListOps demo.
 """
 
 EPILOG = f"""\
