@@ -229,6 +229,21 @@ def test_the_top_level_help_names_every_task(capsys):
         assert re.search(rf"\b{re.escape(name)}\b", text), name
 
 
+@pytest.mark.parametrize("command", ["view", "predict", "evaluate", "translate"])
+def test_a_help_that_names_the_shipped_parsers_names_them_all(capsys, command):
+    from treeattn.parsing.parser import SHIPPED
+
+    text = " ".join(_help(capsys, command).split())
+    assert all(re.search(rf"\b{name}\b", text) for name in SHIPPED), command
+
+
+def test_a_checkpoint_that_is_not_there_is_told_from_the_shipped_parsers(capsys, tmp_path):
+    assert main(["view", "acurate", "-o", str(tmp_path / "page.html")]) == 2
+    error = capsys.readouterr().err
+    assert "no checkpoint at acurate, nor a shipped parser of that name" in error
+    assert "accurate, fast, accurate-ptb" in error
+
+
 def test_the_top_level_help_fits_an_80_column_terminal(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     long = [line for line in _help(capsys).splitlines() if len(line) > 79]

@@ -262,7 +262,7 @@ def add_view(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "checkpoint",
         metavar="MODEL",
-        help="a run's best.pt, a parser file, or a shipped parser: accurate, fast",
+        help="a run's best.pt, a parser file, or a shipped parser: accurate, fast, accurate-ptb",
     )
     p.add_argument("input", nargs="?", metavar="FILE", help="input lines (- : stdin)")
     p.add_argument("--split", help=f"split shown without FILE (default: {HELD_OUT})")

@@ -49,7 +49,8 @@ def add_tree_options(p: argparse.ArgumentParser, files: str = "") -> None:
     p.add_argument(
         "--parser",
         metavar="MODEL",
-        help="the parser: accurate or fast (shipped) or a parser file. A model trained on a "
+        help="the parser: accurate, fast or accurate-ptb (shipped) or a parser file. A model "
+        "trained on a "
         "parser's trees reads that parser's (this says where it lies now; another is "
         "refused unless --trees parser); a model trained on gold trees parses raw text "
         "with it (default: the model's data.parser)",

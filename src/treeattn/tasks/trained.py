@@ -76,11 +76,16 @@ class Trained:
 def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
     """A checkpoint written by ``treeattn train`` (also one written before tasks had names),
     a parser file (``.safetensors``, ``treeattn export-parser``) or a shipped parser's name
-    (``accurate``, ``fast``)."""
+    (``SHIPPED``: ``accurate``, ``fast``, ``accurate-ptb``)."""
     if str(checkpoint) in SHIPPED or str(checkpoint).endswith(".safetensors"):
         parser = Parser.load(checkpoint, device)
         task = ParseTask.from_parser(parser)
         return Trained(task.cfg, task, parser.model, parser.device)
+    if not Path(checkpoint).is_file():
+        raise FileNotFoundError(
+            f"no checkpoint at {checkpoint}, nor a shipped parser of that name "
+            f"({', '.join(SHIPPED)})"
+        )
     state = load_checkpoint(checkpoint)
     if not isinstance(state, dict) or not {"model", "config"} <= set(state):
         raise ValueError(f"{checkpoint}: not a checkpoint written by `treeattn train`")
