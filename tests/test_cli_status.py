@@ -205,3 +205,13 @@ def test_closed_stdin_and_a_bad_output_path_are_bad_input(tmp_path, monkeypatch,
     out = tmp_path / "out.txt"
     assert main(["parse", str(source), "--tokenized", "-o", str(out)]) == 0
     assert out.read_text().startswith("(")
+
+
+def test_ud_from_a_parser_without_it_is_refused_in_the_command_line_s_words(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Dogs bark .\n")
+    command = ["parse", str(source), "--tokenized", "--model", "fast", "--format", "conllu"]
+    assert main([*command, "--dependencies", "ud"]) == BAD_INPUT
+    error = one_error_line(capsys)
+    assert "has no Universal Dependencies; use --dependencies tree" in error
+    assert "dependencies='tree'" not in error

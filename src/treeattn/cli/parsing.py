@@ -55,7 +55,8 @@ def add_parse(sub: argparse._SubParsersAction) -> None:
         "2018 scorer read); tree (or from-tree), the head-rule conversion of the predicted "
         "constituency tree, which always agrees with the brackets (default for any other "
         "constituency parser); independent, the parser's own arcs, decoded apart from the "
-        "tree, whatever they learned. A '# scheme' comment on each sentence says which",
+        "tree, whatever they learned (for a parser trained on UD, its UD arcs: the same as "
+        "ud). A '# scheme' comment on each sentence says which",
     )
     p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
     add_split_sentences(p, "one tree each")
@@ -74,6 +75,11 @@ def _parse(args: argparse.Namespace) -> int:
         parser = Parser.load(args.model, int8=args.int8)
         if args.format == "brackets" and not parser.constituency:
             raise ValueError(f"{args.model}: a dependency-only parser; use --format conllu")
+        if args.dependencies == "ud" and not parser.ud:  # said as the command line says it
+            raise ValueError(
+                f"{args.model}: a parser trained on {parser.treebank} has no Universal "
+                "Dependencies; use --dependencies tree"
+            )
         # Words as UD English EWT cuts them where the output is UD, else as the PTB.
         scheme = "ptb" if args.format == "brackets" else parser.token_scheme(args.dependencies)
         sentences = line_sentences(lines, where, args.split_sentences, args.tokenized, scheme)
