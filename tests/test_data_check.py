@@ -21,7 +21,9 @@ CONTENT = {
     "ptb-sample": PTB_TREE,
     "ud-en-ewt": CONLLU,
     "multi30k": "A dog.\n",
+    "mccoy2020": "my yak does giggle . quest\tdoes my yak giggle ?\n",
 }
+MCCOY_BRACKETS = "[ [ [ my yak ] [ does giggle ] ] . ] quest\t[ does [ [ my yak ] giggle ] ] ?\n"
 
 
 @pytest.fixture
@@ -31,7 +33,8 @@ def folder(tmp_path) -> Path:
         (tmp_path / data_set.folder).mkdir()
         for names in data_set.files.values():
             for name in names:
-                (tmp_path / data_set.folder / name).write_text(CONTENT[data_set.folder])
+                content = MCCOY_BRACKETS if "_bracket." in name else CONTENT[data_set.folder]
+                (tmp_path / data_set.folder / name).write_text(content)
     (tmp_path / "blimp").mkdir()
     return tmp_path
 
@@ -46,14 +49,16 @@ def test_a_complete_folder_is_counted_by_split(capsys, folder):
     status, out, _ = run(capsys, str(folder))
     assert status == 0
     assert out.startswith(f"data folder: {folder}\n")
-    assert out.count(": ok\n") == 5
+    assert out.count(": ok\n") == 6
     assert "  train  1 trees (the release has 8,544)" in out  # sst
     assert "  out_of_domain_dev  1 sentences (the release has 516)" in out  # cola
     assert "  dev    30 files, 30 trees (the release has 433)" in out  # ptb-sample
     assert "  test   1 sentences (the release has 2,077)" in out  # ud-en-ewt
     assert "  val               3 files, 1 lines each (the release has 1,014)" in out
-    assert "also in the folder, read by no config: blimp" in out
-    assert out.endswith("all 5 data sets present and readable\n")
+    assert "  tense.gen      2 files, 1 pairs (the release has 10,000)" in out  # mccoy2020
+    assert "also in the folder, read by `treeattn lm-eval`: blimp" in out
+    assert "read by no config" not in out
+    assert out.endswith("all 6 data sets present and readable\n")
 
 
 def test_missing_and_unreadable_files_are_named(capsys, folder):
@@ -63,6 +68,7 @@ def test_missing_and_unreadable_files_are_named(capsys, folder):
     (folder / "cola" / "in_domain_dev.tsv").write_text("gj04\t2\t\tDogs bark.\n")
     for name in ("train", "dev", "test"):
         (folder / "ud-en-ewt" / f"en_ewt-ud-{name}.conllu").unlink()
+    (folder / "mccoy2020" / "tense_bracket.dev").write_text(MCCOY_BRACKETS * 2)
     status, out, _ = run(capsys, str(folder))
     assert status == 2
     assert "ptb-sample: broken\n" in out
@@ -73,10 +79,11 @@ def test_missing_and_unreadable_files_are_named(capsys, folder):
     assert "ud-en-ewt: missing\n" in out
     cola_dev = folder / "cola" / "in_domain_dev.tsv"
     assert f"  in_domain_dev      unreadable: {cola_dev}:1:6: label '2' is not 0 or 1" in out
+    assert "  tense.dev      unreadable: tense.dev: 1 pairs, but 2 with brackets" in out
     assert " ".join(out.split()).endswith(
-        "5 of 5 data sets missing or broken: sst (broken), cola (broken), ptb-sample "
-        "(broken), ud-en-ewt (missing), multi30k (broken); the configs that read them "
-        "cannot run"
+        "6 of 6 data sets missing or broken: sst (broken), cola (broken), ptb-sample "
+        "(broken), ud-en-ewt (missing), multi30k (broken), mccoy2020 (broken); the configs "
+        "that read them cannot run"
     )
     assert max(len(line) for line in out.splitlines() if "unreadable" not in line) <= 80
 

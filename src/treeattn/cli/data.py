@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from treeattn.data.check import DataSet, SplitCheck
 
 
+# The folders `treeattn lm-eval` reads by default (its BLiMP, SyntaxGym and agreement sets).
+LM_EVAL_FOLDERS = ("blimp", "syntaxgym", "sva")
+
+
 def add_data(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "data",
@@ -66,6 +70,12 @@ def _data(args: argparse.Namespace) -> int:
             failed.append(f"{data_set.folder} ({found.status})")
     known = {data_set.folder for data_set in DATA_SETS}
     others = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in known)
+    benchmarks = [name for name in others if name in LM_EVAL_FOLDERS]
+    if benchmarks:
+        print(
+            "\n" + _wrap(f"also in the folder, read by `treeattn lm-eval`: {', '.join(benchmarks)}")
+        )
+    others = [name for name in others if name not in LM_EVAL_FOLDERS]
     if others:
         print("\n" + _wrap(f"also in the folder, read by no config: {', '.join(others)}"))
     if failed:

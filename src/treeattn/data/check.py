@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from treeattn.data.cola import COLA_FILES, COLA_FOLDER, read_cola_file
+from treeattn.data.mccoy.files import MCCOY_FOLDER, MCCOY_SPLITS, read_bracket_rows, read_rows
 from treeattn.data.multi30k import (
     MULTI30K_FOLDER,
     MULTI30K_LANGUAGES,
@@ -78,6 +79,19 @@ def _multi30k_lines(root: Path, split: str) -> int:
     return counts[MULTI30K_LANGUAGES[0]]
 
 
+_MCCOY_SIZES = (("dev", 1000), ("test", 10000), ("gen", 10000))
+
+
+def _mccoy_pairs(root: Path, split: str) -> int:
+    """The pairs of a split, read plain and with brackets: the two must agree."""
+    task, name = split.split(".")
+    plain = len(read_rows(root / MCCOY_FOLDER / f"{task}.{name}"))
+    bracketed = len(read_bracket_rows(root / MCCOY_FOLDER / f"{task}_bracket.{name}"))
+    if plain != bracketed:
+        raise ValueError(f"{split}: {plain:,} pairs, but {bracketed:,} with brackets")
+    return plain
+
+
 DATA_SETS = (
     DataSet(
         "sst",
@@ -126,6 +140,19 @@ DATA_SETS = (
         {split: [f"{split}.{lang}" for lang in MULTI30K_LANGUAGES] for split in MULTI30K_SPLITS},
         {"train": 29000, "val": 1014, "test_2016_flickr": 1000, "test_2017_flickr": 1000},
         _multi30k_lines,
+    ),
+    DataSet(
+        MCCOY_FOLDER,
+        "McCoy, Frank & Linzen (2020), question formation and tense reinflection",
+        "configs/mccoy-*.yaml (the training sets are drawn from its cfgs/)",
+        "pairs",
+        {
+            f"{task}.{split}": [f"{task}.{split}", f"{task}_bracket.{split}"]
+            for task in ("question", "tense")
+            for split in MCCOY_SPLITS
+        },
+        {f"{task}.{split}": n for task in ("question", "tense") for split, n in _MCCOY_SIZES},
+        lambda root, split: _mccoy_pairs(root, split),
     ),
 )
 
