@@ -182,3 +182,12 @@ def test_a_new_mechanism_is_injected_into_minilm_and_drawn_by_the_viewer(tmp_pat
 
 
 RESULT_ROW = {"test_accuracy": 50.0, "params": 10, "train_seconds": 1.0}
+
+
+def test_the_demo_writes_each_model_s_log_and_names_its_task_and_metric(tmp_path):
+    from treeattn.demo import train_one
+
+    row = train_one("vanilla", tmp_path, ["data.train_size=200", "train.epochs=1"], 1)
+    assert "dev accuracy" in (tmp_path / "vanilla" / "train.log").read_text()
+    table = format_table({"vanilla": row})
+    assert table.startswith("task: generated ListOps") and "accuracy in percent" in table
