@@ -340,6 +340,16 @@ def test_the_log_s_rate_is_true_after_checkpoints_and_its_end_is_max_updates(
     assert max(float(m.group(3)) for m in found) <= 1.0
 
 
+def test_training_says_what_it_does_from_its_first_second(tmp_path, capsys):
+    train(tiny_config(tmp_path, "train.epochs=1", "train.progress=true"))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:3] == [
+        "reading train, dev, test",
+        "fitting the vocabularies on train",
+        "encoding the examples",
+    ]
+
+
 def test_a_config_that_is_not_utf8_is_named_with_line_and_column(tmp_path):
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"task: classify\ndata:\n  name: caf\xe9\n")

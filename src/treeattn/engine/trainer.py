@@ -239,7 +239,10 @@ class Trainer:
         self.out = Path(cfg.out_dir)
         self.last_path = self.out / LAST
         torch.manual_seed(cfg.seed)
-        # Every split is read and checked before training, not after hours of it.
+        # Every split is read and checked before training, not after hours of it; a line
+        # for each step says what a long start is doing (a large text, a vocabulary).
+        say = _say if cfg.train.progress and replica.is_main else lambda message: None
+        say(f"reading {', '.join(task.splits)}")
         examples = {name: task.read(name) for name in task.splits}
 
         state = load_checkpoint(self.last_path) if resume and self.last_path.exists() else None
@@ -247,7 +250,9 @@ class Trainer:
             _check_same_setup(self.last_path, state["config"], task)
             task.load_state_dict(task_state(state))
         else:
+            say(f"fitting the vocabularies on {task.train_split}")
             task.fit(examples[task.train_split][0])
+        say("encoding the examples")
         self.data = {name: task.encode(rows, where) for name, (rows, where) in examples.items()}
         self.train_set = self.data[task.train_split]
         self.model = task.build_model().to(replica.device)
