@@ -293,6 +293,15 @@ def test_mechanisms_lists_the_registry(capsys):
     for name in encoder_names():
         assert re.search(rf"^  {re.escape(name)} ", text, re.M), name
     assert "local_heads=2" in text and "test_2016_flickr" in text
+    # Which injections have a causal form, as each declares it.
+    from treeattn.attention.registry import mechanism_capabilities
+
+    for name in encoder_names():
+        injection = mechanism_capabilities(name).injection
+        if injection is not None:
+            after = text.split(f"\n  {name} ", 1)[1]
+            line = re.search(r"inside a pretrained encoder: .*", after).group()
+            assert ("in decoders too (causal)" in line) == injection.causal_form, name
     # Every data set a task reads, as README and the configs name them.
     assert re.search(r"^  parse +ptb-sample, ud-en-ewt, joint, files;", text, re.M)
     # A mechanism registered later is listed too: the list is the registry's.

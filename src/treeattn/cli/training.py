@@ -221,7 +221,10 @@ def _mechanisms(args: argparse.Namespace) -> int:
 
     print("model.attention: what it is")
     print("  reads besides tokens; gives; attention_options")
-    print("  inside a pretrained encoder (model.backbone): its attention_options there")
+    print(
+        "  inside a pretrained encoder (model.backbone): its attention_options there, and "
+        "whether it has a causal form for decoders"
+    )
     print("  analyses: the commands that apply to its models")
     for name in encoder_names():
         entry = encoder_entry(name)
@@ -231,7 +234,8 @@ def _mechanisms(args: argparse.Namespace) -> int:
         print(f"  {'':<14} reads {reads}; gives {entry.output}; options {options(entry)}")
         if capabilities.injection is not None:
             inside = options(encoder_entry(name, backbone=True))
-            print(f"  {'':<14} inside a pretrained encoder: options {inside}")
+            causal = "; in decoders too (causal)" if capabilities.injection.causal_form else ""
+            print(f"  {'':<14} inside a pretrained encoder: options {inside}{causal}")
         if capabilities.analyses:
             print(f"  {'':<14} analyses: {', '.join(sorted(capabilities.analyses))}")
     print(
