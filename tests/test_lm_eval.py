@@ -432,3 +432,36 @@ def test_a_masked_model_without_its_mlm_head_is_refused(tmp_path, capsys):
     # The same folder with its head is scored.
     model.save_pretrained(folder)
     assert main([*argv, "-o", str(out)]) == 0 and out.is_file()
+
+
+def test_perplexity_of_a_table_model_is_the_hand_count(tmp_path, capsys):
+    from treeattn.evaluation import evaluate_language_model
+
+    text = tmp_path / "held-out.txt"
+    text.write_text("the dog barks\n\nthe dogs bark\n", encoding="utf-8")
+    result = evaluate_language_model(
+        TableModel(BIGRAMS), blimp=None, syntaxgym=None, agreement=None, perplexity=text
+    )
+    total = LOG(0.5) + LOG(0.4) + LOG(0.6) + LOG(0.5) + LOG(0.2) + LOG(0.5)
+    x = result.perplexity
+    assert (x.lines, x.words, x.pieces) == (2, 6, 6)  # the blank line is no text
+    assert x.log_prob == pytest.approx(total)
+    assert x.per_word == pytest.approx(math.exp(-total / 6))
+    assert result.headline() == {"perplexity_per_word": x.per_word}
+    assert "perplexity of" in result.format() and '"per_word"' in result.to_json()
+    (tmp_path / "blank.txt").write_text("\n \n", encoding="utf-8")
+    with pytest.raises(ValueError, match="blank.txt: no text to score"):
+        evaluate_language_model(
+            TableModel(BIGRAMS),
+            blimp=None,
+            syntaxgym=None,
+            agreement=None,
+            perplexity=tmp_path / "blank.txt",
+        )
+
+
+def test_perplexity_alone_needs_its_file(capsys):
+    from treeattn.cli import main
+
+    assert main(["lm-eval", "smollm2-135m", "--only", "perplexity"]) == 2
+    assert "--only perplexity needs --perplexity FILE" in capsys.readouterr().err

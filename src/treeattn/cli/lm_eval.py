@@ -34,7 +34,8 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
         "form against the wrong one at the target word, by number of attractors. By "
         "default every benchmark is read from $TREEATTN_DATA (blimp/, syntaxgym/, sva/); "
         "--blimp, --syntaxgym and --agreement choose files or sets instead, --only picks "
-        "benchmarks. Prints tables; -o writes every score (down to each pair and region) as "
+        "benchmarks, --perplexity FILE adds perplexity on a text of your own. Prints tables; "
+        "-o writes every score (down to each pair and region) as "
         "JSON, --plot a chart by phenomenon and circuit; each file is written whole or not "
         "at all.",
     )
@@ -46,10 +47,11 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=BENCHMARKS,
+        choices=(*BENCHMARKS, "perplexity"),
         default=list(BENCHMARKS),
         metavar="BENCHMARK",
-        help=f"run only these of {', '.join(BENCHMARKS)} (default: all)",
+        help=f"run only these of {', '.join(BENCHMARKS)} (default: all); perplexity alone: "
+        "--only perplexity --perplexity FILE",
     )
     p.add_argument(
         "--blimp",
@@ -71,6 +73,12 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
         metavar="SET",
         help=f"agreement sets: {', '.join(AGREEMENT_SETS)} (default: both, from "
         "$TREEATTN_DATA/sva)",
+    )
+    p.add_argument(
+        "--perplexity",
+        metavar="FILE",
+        help="also the perplexity (per word and per piece) of a text file, one sentence a "
+        "line (a masked model's pseudo-perplexity)",
     )
     p.add_argument(
         "--limit",
@@ -116,12 +124,15 @@ def _lm_eval(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     only = set(args.only)
+    if "perplexity" in only and args.perplexity is None:
+        raise ValueError("--only perplexity needs --perplexity FILE")
     try:
         result = evaluate_language_model(
             args.model,
             blimp=(args.blimp or SHARED) if "blimp" in only else None,
             syntaxgym=(args.syntaxgym or SHARED) if "syntaxgym" in only else None,
             agreement=(args.agreement or AGREEMENT_SETS) if "agreement" in only else None,
+            perplexity=args.perplexity,
             limit=args.limit,
             kind=args.kind,
             pll=args.pll,

@@ -31,6 +31,7 @@ from treeattn.evaluation.blimp import (
     score_blimp,
 )
 from treeattn.evaluation.models import load_language_model
+from treeattn.evaluation.perplexity import PerplexityResult, read_text_lines, score_perplexity
 from treeattn.evaluation.scoring import CAUSAL, PLL_TOKEN, LanguageModel, Scorer
 from treeattn.evaluation.syntaxgym import (
     SyntaxGymResult,
@@ -55,6 +56,7 @@ class LmEvaluation:
     blimp: BlimpResult | None = None
     syntaxgym: SyntaxGymResult | None = None
     agreement: dict[str, AgreementResult] = field(default_factory=dict)
+    perplexity: PerplexityResult | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
     def headline(self) -> dict[str, float]:
@@ -66,6 +68,8 @@ class LmEvaluation:
             found["syntaxgym"] = self.syntaxgym.overall
         for name, result in self.agreement.items():
             found[f"agreement_{name}"] = result.overall
+        if self.perplexity is not None:
+            found["perplexity_per_word"] = self.perplexity.per_word
         return found
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +90,8 @@ class LmEvaluation:
             out["syntaxgym"] = self.syntaxgym.to_dict()
         if self.agreement:
             out["agreement"] = {name: r.to_dict() for name, r in self.agreement.items()}
+        if self.perplexity is not None:
+            out["perplexity"] = self.perplexity.to_dict()
         return out
 
     def to_json(self) -> str:
@@ -135,6 +141,12 @@ class LmEvaluation:
             ]
             rows += [(f"  {k}", v["accuracy"], v["count"]) for k, v in result.by_kind().items()]
             table(f"agreement: {name}", rows, "accuracy")
+        if self.perplexity is not None:
+            x = self.perplexity
+            pseudo = "pseudo-" if self.kind != CAUSAL else ""
+            lines.append(f"{pseudo}perplexity of {x.source} ({x.lines:,} lines)")
+            lines.append(f"  per word   {x.per_word:10.2f}  over {x.words:,} words")
+            lines.append(f"  per piece  {x.per_piece:10.2f}  over {x.pieces:,} pieces")
         return "\n".join(lines).rstrip() + "\n"
 
 
@@ -153,6 +165,7 @@ def evaluate_language_model(
     syntaxgym: str | Path | Sequence[str | Path] | None = SHARED,
     agreement: Sequence[str] | None = AGREEMENT_SETS,
     agreement_folder: str | Path = SHARED,
+    perplexity: str | Path | None = None,
     limit: int | None = None,
     kind: str | None = None,
     pll: str = PLL_TOKEN,
@@ -169,6 +182,8 @@ def evaluate_language_model(
     - ``syntaxgym``: suite files or folders of them (``shared``: ``syntaxgym``);
     - ``agreement``: the sets named (``linzen``, ``gulordava``) in ``agreement_folder``
       (``shared``: ``sva``);
+    - ``perplexity``: a text file, one sentence a line (None: skip): perplexity per word
+      and per piece (``treeattn.evaluation.perplexity``);
 
     ``limit``: only the first so many pairs of each BLiMP file, items of each suite and
     items of each agreement set (a quick look). ``pll``: masked models' pseudo-log-
@@ -193,6 +208,7 @@ def evaluate_language_model(
     if agreement:
         folder = require_data("sva") if str(agreement_folder) == SHARED else agreement_folder
         sets = {name: read_agreement(name, folder)[:limit] for name in agreement}
+    texts = None if perplexity is None else read_text_lines(perplexity)[:limit]
     bar = tqdm(total=0, unit="sentence", disable=None if progress else True, leave=False)
     with bar:
         if pairs:
@@ -210,4 +226,9 @@ def evaluate_language_model(
             started = time.perf_counter()
             result.agreement[name] = score_agreement(scorer, name, items, bar)
             result.seconds[f"agreement_{name}"] = time.perf_counter() - started
+        if texts is not None:
+            bar.set_description("perplexity")
+            started = time.perf_counter()
+            result.perplexity = score_perplexity(scorer, texts, str(perplexity), bar)
+            result.seconds["perplexity"] = time.perf_counter() - started
     return result
