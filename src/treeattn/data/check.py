@@ -152,7 +152,7 @@ DATA_SETS = (
             for split in MCCOY_SPLITS
         },
         {f"{task}.{split}": n for task in ("question", "tense") for split, n in _MCCOY_SIZES},
-        lambda root, split: _mccoy_pairs(root, split),
+        _mccoy_pairs,
     ),
 )
 
