@@ -20,7 +20,11 @@ from treeattn.models.causal_lm import CausalLanguageModel
 from treeattn.models.continuation import greedy_continuations
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.registry import EncoderConfig, build_encoder
+from treeattn.parsing.tree_source import GOLD, RIGHT_BRANCHING, TreeSource, right_branching
 from treeattn.tasks import load_config, make_task
+from treeattn.tasks.datasets import open_dataset
+from treeattn.tasks.datasets.mccoy import McCoySettings
+from treeattn.tasks.sentences import LabeledSentence
 
 V = 20
 
@@ -170,6 +174,41 @@ def test_every_training_string_has_a_gold_tree_over_exactly_its_words(
         assert output.leaves()[-1] in (".", "?")
     dev, _ = task.read("dev")  # only the training split's trees feed the loss
     assert all(string.tree is None for string in dev)
+
+
+class _Recording(TreeSource):
+    """Right-branching trees, each call's sentences kept: what a parser would be asked."""
+
+    def __init__(self) -> None:
+        super().__init__(RIGHT_BRANCHING)
+        self.asked: list[list[list[str]]] = []
+
+    def trees(self, sentences, where, progress=True, cache=True):
+        self.asked.append([list(words) for words in sentences])
+        return super().trees(sentences, where, progress, cache)
+
+
+def test_made_trees_join_each_part_made_alone_as_the_gold_tree_joins_them(small_root):
+    strings = open_dataset(McCoySettings(root=str(small_root), task="question", trees=GOLD))
+    rows = strings.load_split("test")[:60]
+    source = _Recording()
+    made = strings.made_trees(source, rows, "test")
+    (asked,) = source.asked  # one call: every input sentence and output at once
+    inputs = [row.tokens[: row.tokens.index(row.tree.children[0].leaves()[-1])] for row in rows]
+    outputs = [row.tree.children[1].leaves() for row in rows]
+    # Each distinct sentence asked once (a declarative's output is its input sentence).
+    assert len(asked) == len({tuple(w) for w in asked}) < 2 * len(rows)
+    assert {tuple(w) for w in asked} == {tuple(w) for w in inputs + outputs}
+    for row, tree, words, output in zip(rows, made, inputs, outputs, strict=True):
+        gold = row.tree
+        assert (tree.label, tree.leaves()) == (gold.label, gold.leaves())
+        source_tree, output_tree = tree.children
+        assert source_tree.label == "TOP" and source_tree.children[1] == gold.leaves()[len(words)]
+        assert source_tree.children[0] == right_branching(words)
+        assert output_tree == right_branching(output)
+    bad = [LabeledSentence(["the", "yak", "."], 0)]
+    with pytest.raises(ValueError, match="string 1 is not a sentence, a task word"):
+        strings.made_trees(source, bad, "file.tsv")
 
 
 def test_tree_regularization_trains_and_its_loss_is_logged(tree_run):

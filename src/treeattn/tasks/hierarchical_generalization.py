@@ -32,8 +32,8 @@ from treeattn.data.mccoy.generate import MIXES, SHARED_MIX, TRAIN_SIZE
 from treeattn.data.mccoy.scores import generalization_scores, sequence_accuracy
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection
-from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, right_branching
-from treeattn.tasks.datasets.mccoy import MCCOY
+from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING
+from treeattn.tasks.datasets.mccoy import MCCOY, input_tree, sentence_trees
 from treeattn.tasks.translate import (
     Pair,
     TranslateModel,
@@ -200,14 +200,10 @@ class HierarchicalGeneralizationTask(TranslateTask):
         none)."""
         if not self._entry.needs_trees:
             return [None] * len(examples)
-        kind = self.tree_source.kind
-        if kind == GOLD:
+        if self.tree_source.kind == GOLD:
             return [e.source_tree for e in examples]
-        if kind == RIGHT_BRANCHING:
-            return [right_branching(list(e.source)) for e in examples]
-        sentences = [list(e.source[:-1]) for e in examples]
-        parsed = self.tree_source.trees(sentences, where)
-        return [Tree("TOP", [t, e.task_word]) for t, e in zip(parsed, examples, strict=True)]
+        made = sentence_trees(self.tree_source, [e.source[:-1] for e in examples], where)
+        return [input_tree(t, e.task_word) for t, e in zip(made, examples, strict=True)]
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
         vocabulary = WordVocabulary.build(

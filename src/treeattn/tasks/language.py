@@ -190,7 +190,8 @@ class LanguageModelTask(Task):
         return (0, 0)
 
     def read(self, source: str) -> tuple[list[LabeledSentence], str]:
-        examples, where = read_examples(open_dataset(self.cfg.data), source, False)
+        dataset = open_dataset(self.cfg.data)
+        examples, where = read_examples(dataset, source, False)
         # The encoders these tasks take read no trees: only the training split's feed a
         # loss, so only they are kept or made (no parse of dev and test).
         if self.tree_source is None or source != self.train_split:
@@ -200,7 +201,7 @@ class LanguageModelTask(Task):
             if missing:
                 raise ValueError(f"{where}: sentence {missing[0]} has no gold tree")
         else:
-            trees = self.tree_source.trees([ex.tokens for ex in examples], where)
+            trees = dataset.made_trees(self.tree_source, examples, where)
             examples = [replace(ex, tree=t) for ex, t in zip(examples, trees, strict=True)]
         return self._words_of(examples), where
 

@@ -4,6 +4,7 @@ its classes, and how it reads a split, a file and a line to predict on."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -86,6 +87,14 @@ class DataSet(ABC):
         every model and run seed; all of them where it is unset."""
         size = self.settings.train_size
         return first_of_shuffle(sentences, size, f"{self.name}-train", f"{self.name} train")
+
+    def made_trees(
+        self, source: TreeSource, rows: Sequence[LabeledSentence], where: str
+    ) -> list[Tree]:
+        """The trees ``source`` (not ``gold``: those come with the data) gives ``rows``: by
+        default each sentence's whole; a data set whose sentences join parts (an input and
+        its output) has each part's tree made alone and joins them as its gold trees do."""
+        return source.trees([row.tokens for row in rows], where)
 
     def read_file(self, path: str | Path, whole_trees: bool = False) -> list[LabeledSentence]:
         """Labeled sentences from a file in the data set's own format."""

@@ -11,12 +11,14 @@ The gold tree of a string joins the bracket files' two trees under one root: the
 (the grammar's tree of the declarative, the task word beside it) and the output's (the
 grammar's tree of the correct output), ``(PAIR (TOP (ROOT ...) quest) (TOP (SQ ...) ?))``.
 A training string's output is the correct one, so its tree covers every word; a string
-read from a file whose output is not the correct one has no tree. Trees are made where
-``data.trees`` is ``gold`` (the task makes other kinds itself).
+read from a file whose output is not the correct one has no tree. Gold trees are kept
+where ``data.trees`` is ``gold``; a parser's or the right-branching control's are made
+(``made_trees``) for the input sentence and the output alone, joined the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,7 +27,7 @@ from typing import Any
 from treeattn.data.mccoy import TASKS, TRAIN_SIZE, Example, McCoyData, training_set
 from treeattn.data.mccoy.generate import MIXES, SHARED_MIX
 from treeattn.engine.config import check_positive
-from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING
+from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, TreeSource
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.trees import Tree
@@ -65,6 +67,22 @@ def pair_tree(data: McCoyData, example: Example) -> Tree | None:
     if tuple(output.leaves()) != example.target:
         return None
     return Tree(PAIR, [example.source_tree, output])
+
+
+def sentence_trees(
+    source: TreeSource, sentences: Sequence[Sequence[str]], where: str
+) -> list[Tree]:
+    """``source``'s tree of each sentence, each distinct sentence made once (a training
+    set repeats many: a declarative's output is the declarative itself)."""
+    distinct = list(dict.fromkeys(tuple(words) for words in sentences))
+    made = dict(zip(distinct, source.trees([list(w) for w in distinct], where), strict=True))
+    return [made[tuple(words)] for words in sentences]
+
+
+def input_tree(sentence_tree: Tree, task_word: str) -> Tree:
+    """An input's tree: its sentence's, the task word beside it under ``TOP``, as the
+    bracket files write inputs."""
+    return Tree("TOP", [sentence_tree, task_word])
 
 
 def pair_string(data: McCoyData, example: Example, gold: bool = True) -> LabeledSentence:
@@ -114,6 +132,29 @@ class McCoyStrings(DataSet):
         (only then: 100,000 trees take a while)."""
         gold = self.settings.trees == GOLD
         return [pair_string(self.data, example, gold) for example in self.pairs(split)]
+
+    def made_trees(
+        self, source: TreeSource, rows: Sequence[LabeledSentence], where: str
+    ) -> list[Tree]:
+        """A string's tree as its gold tree is built, from ``source``'s trees of its input
+        sentence and its output, each made alone (a parser reads each as the sentence it
+        is, not the two glued by a task word)."""
+        task_words = self.data.task.task_words
+        parts = []
+        for k, row in enumerate(rows, start=1):
+            at = next((i for i, w in enumerate(row.tokens) if w in task_words), None)
+            if at is None or at == 0 or at == len(row.tokens) - 1:
+                raise ValueError(
+                    f"{where}: string {k} is not a sentence, a task word "
+                    f"({' or '.join(task_words)}) and an output: {' '.join(row.tokens)!r}"
+                )
+            parts.append((row.tokens[:at], row.tokens[at], row.tokens[at + 1 :]))
+        trees = sentence_trees(source, [p[0] for p in parts] + [p[2] for p in parts], where)
+        n = len(parts)
+        return [
+            Tree(PAIR, [input_tree(trees[k], word), trees[n + k]])
+            for k, (_, word, _) in enumerate(parts)
+        ]
 
     def read_path(self, path: str | Path, whole_trees: bool) -> list[LabeledSentence]:
         """A file of ``input<TAB>output`` lines, as the shared splits are written."""
