@@ -1,7 +1,7 @@
 """The package's layers: every import of src/treeattn (at module level or inside a
 function) points at the same layer or one below, and no module reaches itself again.
 
-The order below is the one README's "Layout" section describes, lowest first; a package
+The order below is the one docs/guides/architecture.md describes, lowest first; a package
 may import any package of a lower layer and none of a higher one.
 """
 
@@ -26,7 +26,7 @@ LAYERS = (
     ("models",),
     ("parsing",),
     ("tasks",),
-    ("analysis", "demo", "integrations", "evaluation"),
+    ("analysis", "demo", "demo_generalization", "integrations", "evaluation"),
     ("cli",),
 )
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
@@ -58,7 +58,9 @@ def imports(path: Path, known: set[str]) -> set[str]:
 def layer(module: str) -> int:
     part = module.split(".")[1] if "." in module else ""
     if part not in LAYER_OF:
-        raise AssertionError(f"{module} belongs to no layer: add it to LAYERS (and README)")
+        raise AssertionError(
+            f"{module} belongs to no layer: add it to LAYERS (and docs/guides/architecture.md)"
+        )
     return LAYER_OF[part]
 
 

@@ -251,3 +251,50 @@ def test_configs_name_what_the_strings_allow():
         load_config(None, ["task=mlm", "data.name=mccoy"])
     with pytest.raises(ValueError, match="data.task='questions'"):
         load_config(None, ["task=causal-lm", "data.name=mccoy", "data.task=questions"])
+
+
+def test_the_generalization_demo_trains_both_models_and_tables_their_rules(
+    small_root, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
+    tiny = [
+        f"data.root={small_root}",
+        "data.train_size=300",
+        "model.d_model=16",
+        "model.n_heads=2",
+        "model.n_layers=4",
+        "model.d_ff=32",
+        "train.max_updates=2",
+        "train.eval_every=2",
+        "train.checkpoint_every=2",
+    ]
+    sets = [item for value in tiny for item in ("--set", value)]
+    out = tmp_path / "demo"
+    assert main(["demo", "--task", "question-formation", "--out", str(out), *sets]) == 0
+    rows = json.loads((out / "results.json").read_text())["models"]
+    assert list(rows) == ["plain", "tree-regularization"]
+    for name, row in rows.items():
+        assert row["updates"] == 2
+        assert row["gen_main_aux"] + row["gen_first_aux"] <= 100.0
+        config = json.loads((out / name / "config.json").read_text())
+        assert (config["model"]["tree_loss"] is None) == (name == "plain")
+    printed = capsys.readouterr().out
+    assert "task: question formation (McCoy et al. 2020)" in printed
+    assert "gen main aux" in printed and "tree-regularization  gold" in printed
+
+
+def test_the_generalization_demo_is_the_configs_cut_short():
+    from treeattn.demo_generalization import MODELS, SETTINGS, UPDATES
+
+    cut = [
+        f"train.max_updates={UPDATES}",
+        "train.warmup_steps=100",
+        f"train.eval_every={UPDATES}",
+        f"train.checkpoint_every={UPDATES}",
+        "train.keep_every=null",
+        "out_dir=runs/default",
+    ]
+    for name, suffix in (("plain", ""), ("tree-regularization", "-tree-regularization")):
+        extra, _, _ = MODELS[name]
+        from_file = load_config(f"configs/mccoy-question-lm{suffix}.yaml", cut)
+        assert from_file == load_config(None, [*SETTINGS, *extra])

@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -102,18 +103,16 @@ def _share_stop(event: Any) -> None:
     _stopped = event
 
 
-def train_one(name: str, out: Path, overrides: list[str], threads: int) -> dict[str, Any] | None:
-    """Train the demo's model of mechanism ``name`` in this process with ``threads``
-    threads, its log in ``out/name/train.log``; its table row, or None when stopped (then
-    no other model starts)."""
+def train_logged(settings: list[str], run: Path, threads: int) -> dict[str, Any] | None:
+    """Train the model ``settings`` configure in this process with ``threads`` threads,
+    its log in ``run/train.log``; the trainer's result, or None when stopped (then no
+    other model starts)."""
     if _stopped is not None and _stopped.is_set():
         return None
     torch.set_num_threads(threads)
-    run = out / name
-    settings = [*SETTINGS, *overrides, f"model.attention={name}", f"out_dir={run}"]
     # Progress on: with stdout and stderr in the log file (no terminal), the trainer
     # writes its evaluation lines and a line a minute there, and draws no bar.
-    cfg = load_config(None, [*settings, "train.progress=true"])
+    cfg = load_config(None, [*settings, f"out_dir={run}", "train.progress=true"])
     run.mkdir(parents=True, exist_ok=True)
     with (
         open(run / "train.log", "w", encoding="utf-8") as log,
@@ -125,6 +124,16 @@ def train_one(name: str, out: Path, overrides: list[str], threads: int) -> dict[
         if _stopped is not None:
             _stopped.set()
         return None
+    return result
+
+
+def train_one(name: str, out: Path, overrides: list[str], threads: int) -> dict[str, Any] | None:
+    """Train the demo's model of mechanism ``name``, its log in ``out/name/train.log``; its
+    table row, or None when stopped."""
+    settings = [*SETTINGS, *overrides, f"model.attention={name}"]
+    result = train_logged(settings, out / name, threads)
+    if result is None:
+        return None
     return {
         **{key: result[key] for key in score_names(result)},
         "params": result["params"],
@@ -132,13 +141,15 @@ def train_one(name: str, out: Path, overrides: list[str], threads: int) -> dict[
     }
 
 
-def run_demo(
-    out: Path, overrides: list[str] = (), cores: int | None = None
-) -> dict[str, dict[str, Any]]:
-    """Train each mechanism from scratch with the demo's (ListOps) configuration, the
-    models at once on the machine's ``cores`` (default: those this process may use)."""
-    started = time.perf_counter()
-    names = encoder_names()
+Work = Callable[[str, Path, list[str], int], "dict[str, Any] | None"]
+
+
+def train_at_once(
+    work: Work, names: list[str], out: Path, overrides: list[str], cores: int | None
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """``work(name, out, overrides, threads)`` for each of ``names``, as many at once as
+    ``worker_shape`` says; the rows in ``names``' order and the number of workers. Ctrl-C
+    (or a model stopped) stops them all."""
     workers, threads = worker_shape(len(names), cores)
     print(
         f"training {len(names)} models, {workers} at once with {threads} "
@@ -151,7 +162,7 @@ def run_demo(
     rows: dict[str, dict[str, Any]] = {}
     stop = context.Event()
     with ProcessPoolExecutor(workers, context, _share_stop, (stop,)) as pool:
-        jobs = {pool.submit(train_one, name, out, list(overrides), threads): name for name in names}
+        jobs = {pool.submit(work, name, out, list(overrides), threads): name for name in names}
         try:
             for job in as_completed(jobs):
                 name, row = jobs[job], job.result()
@@ -164,11 +175,24 @@ def run_demo(
             stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    ordered = {name: rows[name] for name in names}
+    return {name: rows[name] for name in names}, workers
+
+
+def write_summary(out: Path, rows: dict[str, dict[str, Any]], workers: int, wall: float) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    wall = time.perf_counter() - started
-    summary = {"models": ordered, "wall_seconds": round(wall, 1), "workers": workers}
+    summary = {"models": rows, "wall_seconds": round(wall, 1), "workers": workers}
     (out / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+def run_demo(
+    out: Path, overrides: list[str] = (), cores: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """Train each mechanism from scratch with the demo's (ListOps) configuration, the
+    models at once on the machine's ``cores`` (default: those this process may use)."""
+    started = time.perf_counter()
+    ordered, workers = train_at_once(train_one, encoder_names(), out, list(overrides), cores)
+    wall = time.perf_counter() - started
+    write_summary(out, ordered, workers, wall)
     print()
     print(format_table(ordered))
     print(

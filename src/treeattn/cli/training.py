@@ -169,23 +169,42 @@ def _report(args: argparse.Namespace) -> int:
     return OK
 
 
+DEMOS = ("listops", "question-formation")
+
+
 def add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
         help="train every registered mechanism on generated ListOps and compare",
         description="Train each registered attention mechanism on generated ListOps "
         "(no data files needed), print a comparison table and write it to "
-        "OUT/results.json.",
+        "OUT/results.json. With --task question-formation: a plain Transformer language "
+        "model and one with tree regularization on McCoy et al.'s question formation "
+        "(the mccoy2020 data), and which rule each generalizes by.",
     )
-    p.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
+    p.add_argument(
+        "--task",
+        choices=DEMOS,
+        default="listops",
+        help="listops (default: every mechanism) or question-formation (where syntax "
+        "decides how a model generalizes)",
+    )
+    p.add_argument(
+        "--out", help="output folder (default: runs/demo, or runs/demo-TASK for another task)"
+    )
     add_overrides(p, " for every model")
     p.set_defaults(run=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from treeattn.demo import run_demo
+    if args.task == "listops":
+        from treeattn.demo import run_demo
 
-    run_demo(Path(args.out), args.overrides)
+        run_demo(Path(args.out or "runs/demo"), args.overrides)
+    else:
+        from treeattn.demo_generalization import run_generalization_demo
+
+        run_generalization_demo(Path(args.out or f"runs/demo-{args.task}"), args.overrides)
     return OK
 
 
