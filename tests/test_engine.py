@@ -215,8 +215,8 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes_to_the_same_weights(tmp_path):
 
 
 def test_the_demo_setup_is_configs_listops_yaml():
-    # docs/RESULTS.md describes the demo by this file; the demo itself uses the defaults
-    # with its SETTINGS.
+    # docs/results/listops.md#listops-the-demo describes the demo by this file; the demo
+    # itself uses the defaults with its SETTINGS.
     from treeattn.demo import SETTINGS
 
     path = Path(__file__).parents[1] / "configs" / "listops.yaml"

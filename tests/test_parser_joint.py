@@ -348,8 +348,9 @@ def test_ud_tokens_cut_units_edge_hyphens_and_dots_between_words_as_ewt_does():
 
 
 def test_ewt_dev_sentences_tokenize_as_its_gold_words(shared_data):
-    """The count docs/RESULTS.md gives: EWT dev's raw sentences (``# text``) whose words
-    come out exactly as EWT's (syntactic words, contractions split)."""
+    """The count docs/results/parsing.md gives ("One parser for web text"): EWT dev's raw
+    sentences (``# text``) whose words come out exactly as EWT's (syntactic words,
+    contractions split)."""
     from treeattn.data.ud import load_ud
     from treeattn.trees.tokenize import tokenize_with_offsets
 

@@ -28,7 +28,7 @@ from treeattn.models.registry import encoder_entry, encoder_names
 from treeattn.tasks import load_config, make_task
 
 # The demo's ListOps and training settings, the same for every mechanism, chosen on dev
-# (docs/RESULTS.md, "ListOps (the demo)"): operations nested at most two deep, up to five
+# (docs/results/listops.md#listops-the-demo): operations nested at most two deep, up to five
 # arguments and no SUM_MOD, so that following the bracketing pays and the bag of tokens
 # does not give the answer; 40,000 fresh expressions, no dropout and a higher learning rate
 # make the most of a few minutes of training. Two epochs keep the demo within about three

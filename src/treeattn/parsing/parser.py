@@ -212,7 +212,8 @@ class Parser:
         what training changed is written, with the sha256 of the weights the rest comes
         from. ``compact``: the parser's own weights as float16 and each tuned matrix of the
         backbone as its int8 change from the source (``deltas``; the scores stay the
-        checkpoint's, docs/RESULTS.md); without it every weight written is float32, as trained."""
+        checkpoint's, docs/results/parsing.md#on-a-pretrained-encoder-minilm-in-xlnets-place);
+        without it every weight written is float32, as trained."""
         from safetensors.torch import save
 
         dtype = torch.float16 if compact else torch.float32
@@ -439,7 +440,7 @@ def quantized(model: LabelAttentionParser) -> LabelAttentionParser:
     stay float32: the span classifier's first layer (the span scores read its weight
     directly, ``span_scores``) and the backbone's feed-forward layers, which in int8 cost
     the shipped joint parser 0.5 dev F1 and LAS where its attention projections cost 0.1
-    (docs/RESULTS.md, "Shipping the joint parser")."""
+    (docs/results/parsing.md#shipping-the-joint-parser)."""
     import warnings
 
     from torch.ao.quantization import (
