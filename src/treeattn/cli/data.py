@@ -23,7 +23,7 @@ def add_data(sub: argparse._SubParsersAction) -> None:
         "data",
         help="check a data folder: each data set found, its counts, what is missing",
         description="Check the folder the real data sets are read from (SST, CoLA, the "
-        "PTB sample, UD English-EWT, Multi30k; README's 'Data' section says where each comes "
+        "PTB sample, UD English-EWT, Multi30k; docs/guides/data.md says where each comes "
         "from): for each data set and split, the sentences treeattn's readers find, or "
         "the files missing and any file they refuse (named by file:line). Reading "
         "everything takes 10 to 30 seconds. Exit status 0 when every data set is there "
@@ -46,7 +46,8 @@ def _data(args: argparse.Namespace) -> int:
     root = args.folder or data_dir()
     if root is None:
         raise FileNotFoundError(
-            "no data folder: give one, or set TREEATTN_DATA (README, 'Data', says what goes in it)"
+            "no data folder: give one, or set TREEATTN_DATA "
+            "(docs/guides/data.md says what goes in it)"
         )
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a folder")
