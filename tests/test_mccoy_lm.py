@@ -15,6 +15,7 @@ from tests.helpers import train
 from treeattn.analysis.generalization import score_outputs
 from treeattn.cli import main
 from treeattn.data.mccoy import McCoyData
+from treeattn.data.mccoy.scores import OBJECT_GAP, SUBJECT_GAP, subject_type
 from treeattn.data.mccoy.transforms import agree_recent, move_first, move_main
 from treeattn.models.causal_lm import CausalLanguageModel
 from treeattn.models.continuation import greedy_continuations
@@ -103,6 +104,28 @@ def test_scores_count_outputs_as_the_data_metrics_do(question):
     assert scores.shares == pytest.approx(
         {"main_aux": 100 * 8 / 40, "first_aux": 100 * 30 / 40, "neither_aux": 100 * 2 / 40}
     )
+
+
+def test_gen_scores_break_down_by_the_kind_of_subject(question):
+    gen = question.load_split("gen")[:200]
+    kinds = [subject_type(pair.sentence) for pair in gen]
+    assert set(kinds) == {SUBJECT_GAP, OBJECT_GAP}  # gen: a relative clause on every subject
+    raven = "our raven who my tyrannosaurus doesn't confuse does amuse some unicorns . quest"
+    assert subject_type(question.example(raven.split()).sentence) == OBJECT_GAP
+    raven = "our raven who doesn't confuse my tyrannosaurus does amuse some unicorns . quest"
+    assert subject_type(question.example(raven.split()).sentence) == SUBJECT_GAP
+    # The hierarchical rule where the clause has no subject of its own, the linear one
+    # where it has.
+    outputs = [
+        (move_main if kind == SUBJECT_GAP else move_first)(pair.sentence, question.lexicon)
+        for pair, kind in zip(gen, kinds, strict=True)
+    ]
+    scores = score_outputs(question, "gen", gen, outputs)
+    subject_gap, object_gap = scores.by_subject[SUBJECT_GAP], scores.by_subject[OBJECT_GAP]
+    assert subject_gap["pairs"] + object_gap["pairs"] == 200
+    assert (subject_gap["main_aux"], object_gap["first_aux"]) == (100.0, 100.0)
+    share = 100 * subject_gap["pairs"] / 200
+    assert scores.shares["main_aux"] == pytest.approx(share)
 
 
 def test_tense_scores_read_the_main_verb(small_root):

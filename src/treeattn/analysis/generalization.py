@@ -23,7 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from treeattn.data.mccoy import Example, McCoyData, generalization_scores
-from treeattn.data.mccoy.scores import AGREE_SUBJECT, MAIN
+from treeattn.data.mccoy.scores import AGREE_SUBJECT, MAIN, by_subject
 from treeattn.data.mccoy.sentences import PERIOD, QUESTION_MARK
 from treeattn.data.text import START
 from treeattn.models.continuation import greedy_continuations
@@ -48,6 +48,8 @@ class SplitScores:
     sequence_accuracy: float
     transform_pairs: int
     shares: dict[str, float]
+    # The transforming pairs' scores by what modifies the main subject (``by_subject``).
+    by_subject: dict[str, dict[str, float]]
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,17 @@ class GeneralizationScores:
     splits: list[SplitScores]
     seconds: float
 
-    def format(self) -> str:
+    def format(self, by_subject: bool = False) -> str:
+        """The table, a row a split; with ``by_subject`` a row under it for each kind of
+        main subject among its transforming pairs."""
         lines = [
             f"{self.checkpoint}: McCoy {self.task}, greedy outputs of a causal language model",
             table_header(self.transform_word, self.splits[0].shares),
         ]
-        lines += [table_row(s.split, s) for s in self.splits]
+        for split in self.splits:
+            lines.append(table_row(split.split, split))
+            if by_subject:
+                lines += [subject_row(kind, scores) for kind, scores in split.by_subject.items()]
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,6 +90,14 @@ def table_row(first: str, scores: SplitScores) -> str:
         f"{first:<8} {scores.pairs:>6} {scores.sequence_accuracy:>8.2f} "
         f"{scores.transform_pairs:>14}{cells}"
     )
+
+
+def subject_row(kind: str, scores: dict[str, float]) -> str:
+    """A ``by_subject`` row: the kind of subject, its pairs and its scores."""
+    cells = "".join(
+        f" {value:>12.2f}" for name, value in scores.items() if name not in ("pairs", SEQUENCE)
+    )
+    return f"  {kind:<28} {int(scores['pairs']):>6} {scores[SEQUENCE]:>8.2f}{cells}"
 
 
 def headline_share(data: McCoyData) -> str:
@@ -167,7 +182,8 @@ def score_outputs(
         data, [outputs[k] for k in chosen], [pairs[k] for k in chosen]
     )
     shares = {name: value for name, value in transformed.items() if name != SEQUENCE}
-    return SplitScores(split, len(pairs), everything[SEQUENCE], len(chosen), shares)
+    kinds = by_subject(data, [outputs[k] for k in chosen], [pairs[k] for k in chosen])
+    return SplitScores(split, len(pairs), everything[SEQUENCE], len(chosen), shares, kinds)
 
 
 def score_trained(

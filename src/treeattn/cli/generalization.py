@@ -49,6 +49,12 @@ def add_generalize(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("checkpoint", help="a best.pt, last.pt or step-K.pt of a causal-lm run")
     _common(p, ["test", "gen"])
+    p.add_argument(
+        "--by-subject",
+        action="store_true",
+        help="a row for each kind of main subject (none, PP, relative clause with or "
+        "without a subject of its own) under each split",
+    )
     p.set_defaults(run=_generalize)
 
 
@@ -71,7 +77,7 @@ def _generalize(args: argparse.Namespace) -> int:
         args.device,
         progress=sys.stderr.isatty(),
     )
-    print(scores.format(), end="")
+    print(scores.format(args.by_subject), end="")
     if args.out:
         write_output(json.dumps(scores.to_dict(), indent=2) + "\n", args.out)
         print(f"scores written to {args.out}")

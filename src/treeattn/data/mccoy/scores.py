@@ -11,7 +11,11 @@
   not line up, a past form, a word of no number). Where subject and recent noun have the
   same number (in distribution) an agreeing verb counts as agreeing with the subject.
 
-Shares are percentages of the examples given.
+Shares are percentages of the examples given. ``by_subject`` breaks them down by what
+modifies the main subject (``subject_type``): on gen a relative clause always does, one
+whose verb's subject is the noun it modifies ("who does laugh") or one with a subject of
+its own ("who the yak does see"), so a model that learned the rule for one kind and not
+the other shows it.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from treeattn.data.mccoy.files import Example, McCoyData
-from treeattn.data.mccoy.sentences import Lexicon
+from treeattn.data.mccoy.sentences import RC, Lexicon, Sentence
 from treeattn.data.mccoy.transforms import QUESTION, recent_noun
 
 MAIN, FIRST, NEITHER = "main_aux", "first_aux", "neither_aux"
+SUBJECT_GAP, OBJECT_GAP = "RC without its own subject", "RC with its own subject"
 AGREE_SUBJECT, AGREE_RECENT, OTHER = "agree_subject", "agree_recent", "other_verb"
 
 
@@ -93,3 +98,34 @@ def generalization_scores(
     else:
         scores.update(main_verb_shares(predictions, examples, data.lexicon))
     return scores
+
+
+def subject_type(sentence: Sentence) -> str:
+    """What modifies the main subject: ``none``, ``PP``, ``SUBJECT_GAP`` (a relative
+    clause whose verb's subject is the noun it modifies: "my walrus who does laugh") or
+    ``OBJECT_GAP`` (one whose verb has a subject of its own: "my walrus who the yak does
+    see")."""
+    if sentence.subject_modifier != RC:
+        return sentence.subject_modifier
+    inside = [v for v in sentence.verb_subjects if sentence.subject < v < sentence.main_verb]
+    own = any(sentence.verb_subjects[v] != sentence.subject for v in inside)
+    return OBJECT_GAP if own else SUBJECT_GAP
+
+
+def by_subject(
+    data: McCoyData, predictions: Sequence[Sequence[str]], examples: Sequence[Example]
+) -> dict[str, dict[str, float]]:
+    """``generalization_scores`` of the examples of each ``subject_type`` (with their
+    count, ``pairs``), the types in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for k, example in enumerate(examples):
+        groups.setdefault(subject_type(example.sentence), []).append(k)
+    return {
+        kind: {
+            "pairs": len(chosen),
+            **generalization_scores(
+                data, [predictions[k] for k in chosen], [examples[k] for k in chosen]
+            ),
+        }
+        for kind, chosen in groups.items()
+    }
