@@ -3,6 +3,7 @@ fetches nothing, and in a real headless browser a click shows a word's row."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -700,16 +701,16 @@ def test_a_classifier_on_raw_text_is_headed_by_the_text_and_draws_no_arcs_withou
 
 
 def test_arcs_come_only_from_trees_with_labels_head_rules_know():
-    from treeattn.analysis.view import _heads_of, labelled
+    from treeattn.analysis.page_data import head_rule_arcs, labelled
     from treeattn.trees import Tree, binarize
 
     parsed = Tree.parse("(S (NP (PRP It)) (VP (VBD was) (RB n't) (ADJP (JJ good))) (. .))")
-    assert labelled(parsed) and _heads_of(parsed) == [2, 0, 2, 2, 2]  # "was" is the root
+    assert labelled(parsed) and head_rule_arcs(parsed).heads == [2, 0, 2, 2, 2]  # "was": root
     # As SST's trees and those made like them: binarized, every label hidden.
     hidden = binarize(parsed)
     for node in hidden.subtrees():
         node.label = "X"
-    assert not labelled(hidden) and _heads_of(hidden) is None
+    assert not labelled(hidden) and head_rule_arcs(hidden) is None
 
 
 SST_LINES = [
@@ -757,3 +758,127 @@ def test_a_classifier_on_parser_trees_shows_the_tree_it_read_and_says_why_no_arc
 
     walk(sentence["tree"])
     assert set(labels) == {"X"}
+
+
+# -- what the page says it draws -------------------------------------------------------
+
+
+def _page_data(page: str) -> dict:
+    return json.loads(re.search(r'id="view-data">(.*?)</script>', page, re.S).group(1))
+
+
+RELATIVE = "I saw the dog of the man that barked at me."
+
+
+def test_a_ud_parsers_arcs_are_labelled_named_and_counted_where_they_leave_its_tree():
+    from treeattn.parsing import Parser
+
+    parser = Parser.load("accurate", "cpu")
+    lines = [RELATIVE, "The dog chased the cat."]
+    page = view_page("accurate", lines)
+    data = _page_data(page)
+    assert data["arcs_line"].startswith("arcs: the parser's UD dependencies (Universal Dep")
+    assert html.escape(data["arcs_line"]) in page
+    differ = []
+    for sentence, parse in zip(data["sentences"], parser.parse(lines), strict=True):
+        ud, own = parse.dependencies, parse.tree_dependencies
+        assert sentence["arcs"] == ud.heads and sentence["relations"] == ud.relations
+        count = sum(a != b for a, b in zip(ud.heads, own.heads, strict=True))
+        word = "word" if count == 1 else "words"
+        assert sentence["arcs_note"] == (
+            "arcs: the parser's UD dependencies, which may attach a phrase elsewhere than the "
+            f"tree does; {count} {word} of {len(ud.heads)} differ"
+        )
+        differ.append(count)
+    assert differ[0] > 0  # the relative clause hangs from another word than in the tree
+    # Asked for the tree's own arcs, the page draws them and says nothing more.
+    data = _page_data(view_page("accurate", lines[:1], dependencies="tree"))
+    (sentence,) = data["sentences"]
+    own = parser.parse(lines[:1])[0].tree_dependencies
+    assert sentence["arcs"] == own.heads and sentence["relations"] == own.relations
+    assert sentence["arcs_note"] == "" and data["arcs_line"].startswith("arcs: the head-rule")
+
+
+def test_view_help_says_which_arcs_a_parsers_page_draws(capsys):
+    with pytest.raises(SystemExit):
+        main(["view", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "its UD dependencies for a parser trained on them" in shown
+    assert "--dependencies" in shown
+
+
+def test_a_models_page_names_its_trees_and_their_head_rule_arcs(runs):
+    from treeattn.trees import to_dependency
+
+    data = _page_data(view_page(runs("vanilla"), LINES))
+    assert data["trees_line"] == "trees: given in the input" and data["arcs_line"] == ""
+    *_, data = _data(runs("vanilla"))
+    assert data["trees_line"] == "trees: gold (the data's own)"
+    assert {s["tree_origin"] for s in data["sentences"]} == {"gold"}
+    saved = load_trained(runs("vanilla"), "cpu")
+    data = view_data(saved, [LabeledSentence(["Dogs", "bark", "loudly", "."], -1)], "<t>", "t")
+    (sentence,) = data["sentences"]
+    assert data["trees_line"] == "trees: the parser's"
+    assert data["arcs_line"].startswith("arcs: the head-rule dependencies of the constituency")
+    from treeattn.parsing import Parser
+
+    tree = Parser.load("accurate", "cpu").parse([["Dogs", "bark", "loudly", "."]])[0].tree
+    expected = to_dependency(tree)
+    assert sentence["arcs"] == expected.heads and sentence["relations"] == expected.relations
+    assert sentence["arcs_note"] == ""
+
+
+def test_the_notice_on_hidden_labels_is_only_on_pages_whose_trees_hide_them(runs):
+    page = view_page(runs("vanilla"), LINES)
+    (note,) = _page_data(page)["notes"]
+    need = "without Penn Treebank labels, which head rules need"
+    assert note == f"no dependency arcs for {len(LINES)} trees {need}"
+    assert "SST" not in page and "hidden" not in page
+    saved = load_trained(runs("vanilla"), "cpu")
+    from treeattn.tasks.sentences import binary_unlabeled
+    from treeattn.trees import Tree
+
+    sst_like = binary_unlabeled(Tree.parse("(S (NP (DT The) (NN film)) (VP (VBD was) (JJ dull)))"))
+    data = view_data(saved, [LabeledSentence(sst_like.leaves(), -1, sst_like)], "<t>", "t")
+    (note,) = data["notes"]
+    assert note.startswith("no dependency arcs for 1 tree without Penn Treebank labels")
+    assert "SST's trees, and those made like them, are binarized with their labels hidden" in note
+
+
+def test_a_tree_transformers_listops_page_draws_its_induced_tree_not_the_gold_one(runs):
+    from treeattn.analysis.induction import induce_trees
+
+    saved, examples, data = _data(runs("constituent"))
+    assert data["trees_line"].startswith("trees: induced from the model's links")
+    (note,) = data["notes"]
+    assert "read off the model's links has no labels" in note and "SST" not in note
+    unlike_gold = 0
+    for sentence, example in zip(data["sentences"], examples, strict=True):
+        assert sentence["tree_origin"] == "induced" and sentence["arcs"] is None
+        induced = induce_trees(saved, [sentence["words"]])[0]
+        drawn = {(s, e) for s, e in _spans(sentence["tree"]) if e - s > 1}
+        assert drawn == {(s, e) for _, s, e in induced.spans() if e - s > 1}
+        gold = {(s, e) for _, s, e in example.tree.spans() if e - s > 1}
+        unlike_gold += drawn != gold
+    assert unlike_gold  # the page is not drawing the tree the model never read
+    page = view_page(runs("constituent"), LINES)
+    assert "trees: induced from the model&#x27;s links" in page
+
+
+def _controls(page: str) -> tuple[bool, bool]:
+    """Whether the page's header has a layer slider, and a head menu."""
+    header = page.split("</header>")[0]
+    return 'id="layer"' in header, 'id="head"' in header
+
+
+def test_the_page_shows_only_the_controls_with_something_to_choose(runs):
+    assert _controls(view_page(runs("vanilla"), LINES)) == (True, True)  # 2 layers, 2 heads
+    assert _controls(view_page(runs("vanilla"), LINES, max_heads=1)) == (True, False)
+    one_layer = runs("vanilla").parent.parent / "one-layer"
+    sets = [*TINY, "train.epochs=1", "model.n_layers=1", f"out_dir={one_layer}"]
+    assert main(["train", *(item for o in sets for item in ("--set", o))]) == 0
+    page = view_page(one_layer / "best.pt", LINES)
+    assert _controls(page) == (False, True) and "click a word" in page.split("</header>")[0]
+    parser_page = view_page("fast", ["The cat sat."])
+    assert _controls(parser_page) == (False, False)  # label attention heads, no layers
+    assert "click a word" not in parser_page.split("</header>")[0]

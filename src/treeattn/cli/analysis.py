@@ -244,16 +244,23 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         help="an interactive HTML page of a model's trees and attention, layer by layer",
         description="Write one self-contained HTML page (inline SVG, style and script; it "
         "fetches nothing and opens from disk) for a few sentences: each sentence's "
-        "constituency tree and dependency arcs (head rules), the attention of every layer "
-        "and head as a heat map (click a word, or a phrase node of a hierarchical model, to "
-        "see where it attends; a slider picks the layer), and what the mechanism's paper "
-        "looks at: link probabilities and the constituent prior per layer (constituent), "
-        "each word's local range (distance), the latent trees and their marginals "
-        "(structured), attention on phrase nodes against words (hierarchical), and for a "
-        "translation model its own translation and the decoder's cross-attention over the "
-        "source, per decoder layer; for a parser, its predicted trees, each label attention "
-        "head's attention over the sentence and, where the heads stay apart, their "
-        "contributions to each predicted constituent. FILE holds "
+        "constituency tree, the page saying which tree it is (gold, given in the input, the "
+        "parser's, or for a model that induces trees, such as the Tree Transformer, the one "
+        "read off its own links), with dependency arcs under it, each labelled with its "
+        "relation and their scheme named on the page (for a model: the head-rule conversion "
+        "of the tree drawn, where it has Penn Treebank labels; for a parser: the arcs it "
+        "gives, by default its UD dependencies for a parser trained on them, which may "
+        "attach a phrase elsewhere than its tree does, the page counting the words that "
+        "differ; see --dependencies); the attention of every layer and head as a heat map "
+        "(click a word, or a phrase node of a hierarchical model, to see where it attends; "
+        "a slider picks the layer, a menu the head, where there is more than one); and what "
+        "the mechanism's paper looks at: link probabilities and the constituent prior per "
+        "layer (constituent), each word's local range (distance), the latent trees and "
+        "their marginals (structured), attention on phrase nodes against words "
+        "(hierarchical), and for a translation model its own translation and the decoder's "
+        "cross-attention over the source, per decoder layer; for a parser, its predicted "
+        "trees, each label attention head's attention over the sentence and, where the heads "
+        "stay apart, their contributions to each predicted constituent. FILE holds "
         "one input a line, as `treeattn predict` reads them (a sentence, or a bracketed "
         "tree); without FILE the sentences of --split are shown. The page says what it "
         "leaves out beyond --max-sentences and --max-heads, and where it shows fewer heads "
@@ -277,6 +284,15 @@ def add_view(sub: argparse._SubParsersAction) -> None:
         default=4.5,
         help="fewer heads, then fewer sentences, above this page size in MB (default 4.5)",
     )
+    p.add_argument(
+        "--dependencies",
+        choices=("ud", "tree", "from-tree", "independent"),
+        help="a parser's page only: the arcs drawn under its trees, as `treeattn parse "
+        "--dependencies` gives them: ud, its Universal Dependencies (the default for a parser "
+        "trained on them: accurate); tree (or from-tree), the head-rule conversion of its "
+        "tree, which always agrees with it (the default for any other constituency parser: "
+        "fast); independent, its own arcs, decoded apart from the tree",
+    )
     p.set_defaults(run=_view)
 
 
@@ -294,6 +310,7 @@ def _view(args: argparse.Namespace) -> int:
         args.max_sentences,
         args.max_heads,
         max_bytes=int(args.max_mb * 1e6),
+        dependencies=args.dependencies,
     )
     write_output(page, args.out)
     if args.out:

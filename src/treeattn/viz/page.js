@@ -96,19 +96,30 @@ function layoutTree(sentence, width) {
   return { root, nodes, deepest };
 }
 
-function drawArcs(group, heads, width, top, cls) {
+// Word i's arc from its head (0: the root; null: a token outside the tree), labelled with
+// its relation where `relations` are given, below the arc's lowest point.
+function drawArcs(group, heads, width, top, cls, relations) {
   heads.forEach((head, i) => {
     const x = (i + 0.5) * width;
     if (head === null) return; // a token outside the tree (a start token)
+    const relation = relations ? relations[i] : null;
+    let labelX = x, labelY = top + 24;
     if (head === 0) {
       svg("line", { x1: x, y1: top, x2: x, y2: top + 14, class: cls + " root" }, group);
-      return;
+    } else {
+      const hx = (head - 0.5) * width;
+      const bend = 10 + 9 * Math.sqrt(Math.abs(head - 1 - i));
+      const d = `M${hx},${top} C${hx},${top + bend} ${x},${top + bend} ${x},${top}`;
+      const path = svg("path", { d, class: cls }, group);
+      if (relation) svg("title", {}, path).textContent = relation;
+      svg("circle", { cx: x, cy: top + 2, r: 2.2, class: cls + "-end" }, group);
+      labelX = (hx + x) / 2;
+      labelY = top + 0.75 * bend + 9; // a cubic's lowest point is 3/4 of its bend
     }
-    const hx = (head - 0.5) * width;
-    const bend = 10 + 9 * Math.sqrt(Math.abs(head - 1 - i));
-    const d = `M${hx},${top} C${hx},${top + bend} ${x},${top + bend} ${x},${top}`;
-    svg("path", { d, class: cls }, group);
-    svg("circle", { cx: x, cy: top + 2, r: 2.2, class: cls + "-end" }, group);
+    if (relation) {
+      const text = svg("text", { x: labelX, y: labelY, class: cls + "-label" }, group);
+      text.textContent = relation;
+    }
   });
 }
 
@@ -153,8 +164,10 @@ function drawTree(section, s) {
   });
   if (sentence.arcs) {
     const group = svg("g", { class: "arcs" }, root);
-    drawArcs(group, sentence.arcs, width, wordY + 8, "arc");
+    drawArcs(group, sentence.arcs, width, wordY + 8, "arc", sentence.relations);
   }
+  // Where the arcs are not the tree's own head-rule arcs, the page says so under it.
+  if (sentence.arcs_note) html("p", { class: "caption arcs-note" }, section, sentence.arcs_note);
   svg("g", { class: "latent" }, root).dataset.top = wordY + 64;
   root.dataset.width = width;
   root.addEventListener("click", (event) => {
@@ -327,8 +340,8 @@ function select(s, q) {
 const inView = new Set();
 
 function redraw() {
-  const shown = DATA.layers ? `${layerName(state.layer)} (${state.layer + 1} of ${DATA.layers})` : "none";
-  document.getElementById("layer-value").textContent = shown;
+  const value = document.getElementById("layer-value"); // no slider for one layer
+  if (value) value.textContent = `${layerName(state.layer)} (${state.layer + 1} of ${DATA.layers})`;
   inView.forEach((s) => drawSentence(s));
 }
 
@@ -357,21 +370,24 @@ function build() {
     html("div", { class: "panels" }, section);
     drawWhenSeen(section, s);
   });
+  // The page holds only the controls with something to choose (treeattn.viz.page).
   const slider = document.getElementById("layer");
-  slider.max = Math.max(DATA.layers, 1);
-  slider.value = slider.max;
-  slider.disabled = !DATA.layers;
-  slider.addEventListener("input", () => {
-    state.layer = Number(slider.value) - 1;
-    redraw();
-  });
+  if (slider) {
+    slider.max = DATA.layers;
+    slider.value = slider.max;
+    slider.addEventListener("input", () => {
+      state.layer = Number(slider.value) - 1;
+      redraw();
+    });
+  }
   const head = document.getElementById("head");
-  for (let h = 0; h < DATA.heads; h++) html("option", { value: h }, head, `head ${h + 1}`);
-  head.disabled = !DATA.layers;
-  head.addEventListener("change", () => {
-    state.head = Number(head.value);
-    redraw();
-  });
+  if (head) {
+    for (let h = 0; h < DATA.heads; h++) html("option", { value: h }, head, `head ${h + 1}`);
+    head.addEventListener("change", () => {
+      state.head = Number(head.value);
+      redraw();
+    });
+  }
   redraw();
   document.body.dataset.ready = "true";
 }

@@ -25,11 +25,8 @@ TEMPLATE = """<!DOCTYPE html>
 <header>
 <h1>{title}</h1>
 <p class="meta">{meta}</p>
-{notes}<div class="controls">
-<label>layer <input type="range" id="layer" min="1" max="1" value="1">
-<span id="layer-value"></span></label>
-<label>head <select id="head"><option value="-1">mean of heads</option></select></label>
-<span class="meta">{hint}</span>
+{drawn}{notes}<div class="controls">
+{controls}<span class="meta">{hint}</span>
 </div>
 </header>
 <main id="sentences"></main>
@@ -38,6 +35,14 @@ TEMPLATE = """<!DOCTYPE html>
 {script}</script>
 </body>
 </html>
+"""
+# Only the controls that have something to choose are on the page: the layer slider for
+# more than one layer, the head menu for more than one head of word-to-word attention.
+LAYER_CONTROL = """<label>layer <input type="range" id="layer" min="1" max="1" value="1">
+<span id="layer-value"></span></label>
+"""
+HEAD_CONTROL = """<label>head <select id="head"><option value="-1">mean of heads</option>
+</select></label>
 """
 
 
@@ -58,12 +63,19 @@ def render_page(data: dict[str, Any]) -> str:
         f"{count_of(len(data['sentences']), 'sentence')} of {data['source']}; {shape}"
     )
     notes = "".join(f'<p class="notice">{html.escape(note)}</p>\n' for note in data["notes"])
+    # Which trees are drawn and which dependencies their arcs are.
+    lines = [data.get("trees_line", ""), data.get("arcs_line", "")]
+    drawn = "".join(f'<p class="meta drawn">{html.escape(line)}</p>\n' for line in lines if line)
+    controls = LAYER_CONTROL if data["layers"] > 1 else ""
+    controls += HEAD_CONTROL if data["layers"] and data["heads"] > 1 else ""
     clickable = "a word or a green phrase node" if hierarchical else "a word"
     hint = f"click {clickable} to see where it attends" if data["layers"] else ""
     return TEMPLATE.format(
         title=html.escape(f"treeattn view: {data['title']}"),
         meta=html.escape(meta),
+        drawn=drawn,
         notes=notes,
+        controls=controls,
         hint=hint,
         data=payload,
         style=_asset("page.css"),
