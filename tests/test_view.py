@@ -882,3 +882,14 @@ def test_the_page_shows_only_the_controls_with_something_to_choose(runs):
     parser_page = view_page("fast", ["The cat sat."])
     assert _controls(parser_page) == (False, False)  # label attention heads, no layers
     assert "click a word" not in parser_page.split("</header>")[0]
+
+
+def test_the_model_page_module_names_no_mechanism():
+    """The model's page asks each mechanism what to draw (``MechanismView``); a parser's
+    label attention and a translation's cross-attention are drawn in modules of their own."""
+    from treeattn.models.registry import encoder_names
+
+    source = (Path(__file__).parents[1] / "src/treeattn/analysis/view.py").read_text()
+    names = [*encoder_names(), "label attention", "LabelAttention", "Tree Transformer"]
+    named = [name for name in names if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", source)]
+    assert named == []
