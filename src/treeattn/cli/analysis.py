@@ -116,7 +116,8 @@ def _min_layer_argument(p: argparse.ArgumentParser) -> None:
 def add_induce(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "induce",
-        help="a Tree Transformer's unsupervised trees for raw text, or scored on the PTB sample",
+        help="unsupervised trees from a Tree Transformer or any pretrained model, for raw "
+        "text or scored on the PTB sample",
         description="Read constituency trees off a trained Tree Transformer (constituent "
         "attention): split each span at its weakest link, descending a layer while that "
         "link is above --threshold, by one of three variants: paper (Algorithm 1 as "
@@ -131,9 +132,28 @@ def add_induce(sub: argparse._SubParsersAction) -> None:
         "words kept, or --ptb SPLIT to parse the PTB sample's sentences and score the trees "
         "of all three variants against its gold trees over the same words (unlabeled F1 "
         "with random, left- and right-branching baselines, recall by phrase type), on every "
-        "sentence and on those of at most --max-words words; -o writes --variant's trees.",
+        "sentence and on those of at most --max-words words; -o writes --variant's trees. "
+        "MODEL may instead be a pretrained model, read with no training: minilm, "
+        "smollm2-135m or a local transformers folder. Its trees split each sentence "
+        "top-down at the largest distance between adjacent words (Shen et al. 2018), a "
+        "distance read from one layer by each of --methods: hidden (between the words' "
+        "hidden states, --hidden-distance), attention (between their attention "
+        "distributions, --attention-distance, averaged over heads) and perturbed "
+        "(perturbed masking, Wu et al. 2020, for models with a mask token). The model reads "
+        "every sentence whole; the trees cover its words without punctuation (by PTB tag, "
+        "or the character rule for a text file; --no-drop-punctuation: every word). With "
+        "--ptb SPLIT every layer's trees are scored, the layer with the best sentence F1 on "
+        "the dev split is chosen (--layer: a given one) and reported on SPLIT beside the "
+        "baselines; --plot draws F1 by layer, --json writes the scores, -o the first "
+        "method's trees at its layer. With TEXTFILE, -o (or stdout) gets the first method's "
+        "trees at --layer, else at the layer chosen on the dev split.",
     )
-    p.add_argument("checkpoint", help="a best.pt or last.pt of a constituent-attention model")
+    p.add_argument(
+        "checkpoint",
+        metavar="MODEL",
+        help="a best.pt or last.pt of a constituent-attention model, or a pretrained model: "
+        "minilm, smollm2-135m or a local transformers folder",
+    )
     p.add_argument("textfile", nargs="?", help="sentences to parse, one per line")
     p.add_argument("--tokenized", action="store_true", help="words are split on spaces already")
     p.add_argument(
@@ -155,15 +175,63 @@ def add_induce(sub: argparse._SubParsersAction) -> None:
         help="the short-sentence table's limit, after punctuation removal (10)",
     )
     _text_option_flags(p)
+    _pretrained_flags(p)
     p.set_defaults(run=_induce)
+
+
+def _pretrained_flags(p: argparse.ArgumentParser) -> None:
+    """The options of ``induce`` for a pretrained model."""
+    from treeattn.analysis.zero_shot_trees import (
+        ATTENTION_DISTANCES,
+        HIDDEN_DISTANCES,
+        METHODS,
+    )
+
+    group = p.add_argument_group("a pretrained model (no training)")
+    group.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        help="distances read (default: all the model allows; perturbed needs a mask token)",
+    )
+    group.add_argument(
+        "--hidden-distance",
+        choices=tuple(HIDDEN_DISTANCES),
+        default="l2",
+        help="between hidden states (default l2)",
+    )
+    group.add_argument(
+        "--attention-distance",
+        choices=tuple(ATTENTION_DISTANCES),
+        default="js",
+        help="between attention rows: Jensen-Shannon or Hellinger (default js)",
+    )
+    group.add_argument(
+        "--layer",
+        type=int,
+        help="read this layer (0: embeddings) instead of the best on the PTB sample dev split",
+    )
+    group.add_argument("--plot", metavar="IMAGE", help="with --ptb: draw F1 by layer here")
+    group.add_argument("--json", metavar="FILE", help="with --ptb: write the scores as JSON")
 
 
 def _induce(args: argparse.Namespace) -> int:
     from treeattn.analysis.induction import chosen_text_options, induce_text, load_tree_transformer
     from treeattn.analysis.induction_scores import induce_ptb
+    from treeattn.analysis.zero_shot_trees import is_pretrained_source
 
     if (args.textfile is None) == (args.ptb is None):
         raise ValueError("give either TEXTFILE or --ptb SPLIT")
+    if is_pretrained_source(args.checkpoint):
+        return _induce_pretrained(args)
+    for flag, given in (
+        ("--methods", args.methods),
+        ("--layer", args.layer is not None),
+        ("--plot", args.plot),
+        ("--json", args.json),
+    ):
+        if given:
+            raise ValueError(f"{flag} is for a pretrained model, not a trained checkpoint")
     saved = load_tree_transformer(args.checkpoint)
     options = chosen_text_options(
         saved, args.drop_punctuation, args.lowercase, args.normalize_numbers
@@ -176,11 +244,60 @@ def _induce(args: argparse.Namespace) -> int:
     else:
         induced = induce_ptb(saved, args.ptb, options, *rule, args.max_words)
         print(induced.format())
+    _write_trees(induced, args, f" ({args.variant})")
+    return OK
+
+
+def _write_trees(induced, args: argparse.Namespace, which: str = "") -> None:
+    """The trees to -o, or for a text file to stdout."""
     if args.out:
         write_output(induced.brackets(), args.out)
-        print(f"{len(induced.trees)} trees ({args.variant}) written to {args.out}")
+        print(f"{len(induced.trees)} trees{which} written to {args.out}")
     elif args.textfile:
         sys.stdout.write(induced.brackets())
+
+
+def _induce_pretrained(args: argparse.Namespace) -> int:
+    import json
+
+    from treeattn.analysis.induction_pretrained import (
+        induce_pretrained_ptb,
+        induce_pretrained_text,
+        methods_for,
+        plot_layers,
+    )
+    from treeattn.analysis.zero_shot_trees import ZeroShotModel
+
+    tree_transformer_only = (
+        ("--variant", args.variant != "paper"),
+        ("--threshold", args.threshold != THRESHOLD),
+        ("--min-layer", args.min_layer is not None),
+        ("--lowercase", args.lowercase is not None),
+        ("--normalize-numbers", args.normalize_numbers is not None),
+    )
+    for flag, given in tree_transformer_only:
+        if given:
+            raise ValueError(f"{flag} is for a Tree Transformer; a pretrained model reads raw text")
+    if args.textfile and (args.plot or args.json):
+        raise ValueError("--plot and --json go with --ptb SPLIT")
+    drop = args.drop_punctuation is not False
+    model = ZeroShotModel.load(args.checkpoint)
+    methods = methods_for(model, args.methods, args.hidden_distance, args.attention_distance)
+    if args.textfile:
+        lines, where = read_lines(args.textfile)
+        induced = induce_pretrained_text(
+            model, lines, where, methods[0], args.layer, drop, args.tokenized
+        )
+        print(induced.format(), file=sys.stderr)  # stdout is for the trees
+    else:
+        induced = induce_pretrained_ptb(model, args.ptb, methods, drop, args.layer, args.max_words)
+        print(induced.format())
+        if args.json:
+            write_output(json.dumps(induced.to_json(), indent=1) + "\n", args.json)
+            print(f"scores written to {args.json}")
+        if args.plot:
+            print(f"F1 by layer drawn in {plot_layers(induced, args.plot)}")
+    _write_trees(induced, args)
     return OK
 
 
