@@ -377,3 +377,42 @@ def test_the_library_warns_or_splits_as_the_command_does(toy_parser):
             parser.parse(bad)
     with pytest.raises(TypeError, match="input:2: a sentence is a str or a list of words, not int"):
         parser.parse(["Dogs bark.", 7])
+
+
+def test_conllu_writes_multiword_tokens_and_gives_back_the_text(toy_parser, tmp_path):
+    from tests.test_tokenize import conllu_text
+
+    lines = ["I don't know, it's gonna rain.", "Can't stop :) slides....they"]
+    text = tmp_path / "in.txt"
+    text.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    args = ["parse", str(text), "--model", str(toy_parser), "--format", "conllu", "-o", str(out)]
+    assert main(args) == 0
+    written = out.read_text(encoding="utf-8")
+    assert "\n2-3\tdon't\t_\t" in written and "\n1-2\tCan't\t_\t" in written
+    first, second = read_conllu(out)
+    assert [row.form for row in first.multiword_tokens] == ["don't", "it's", "gonna"]
+    assert second.words[3:] == [":)", "slides", "....", "they"]
+    assert [conllu_text(tree) for tree in (first, second)] == lines
+
+
+def test_brackets_keep_an_emoticon_whole(toy_parser):
+    (parse,) = Parser.load(toy_parser).parse(["Nice :) really"])
+    assert parse.tree.leaves() == ["Nice", ":-RRB-", "really"]
+
+
+def test_raw_text_in_the_ud_cut_reaches_the_parser_escaped(toy_parser):
+    parser = Parser.load(toy_parser)
+    assert parser.words(["Then :) I left (now)."], scheme="ud") == [
+        ["Then", ":-RRB-", "I", "left", "-LRB-", "now", "-RRB-", "."]
+    ]
+
+
+def test_pieces_meet_a_sentence_final_abbreviation_whole():
+    from treeattn.parsing.alignment import align_pieces
+
+    text = "We met at 5 p.m."
+    pieces = [(0, 2), (3, 6), (7, 9), (10, 11), (12, 13), (13, 14), (14, 15), (15, 16)]
+    aligned = align_pieces([text], [pieces])
+    assert aligned.words == [["We", "met", "at", "5", "p.m."]]
+    assert aligned.word_of_piece == [[0, 1, 2, 3, 4, 4, 4, 4]]

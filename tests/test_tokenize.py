@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from treeattn.trees.dependency import DependencyTree
+from treeattn.trees.dependency import DependencyTree, parse_conllu
 from treeattn.trees.tokenize import (
     PTB,
     UD,
+    multiword_tokens,
     sentence_spans,
     split_tokens,
     tokenize,
@@ -196,3 +197,113 @@ def test_conllu_gets_the_original_forms_spacing_and_text():
     assert "# text = I slept (well).\n" in shown.to_conllu()
     with pytest.raises(ValueError, match="5 tokens for a tree of 6 words"):
         with_text(tree, tokens[:5], text)
+
+
+# ---------------------------------------------------------------- cases EWT's raw text shows
+
+
+def conllu_text(tree: DependencyTree) -> str:
+    """The text a CoNLL-U sentence's tokens give back: each multi-word token's FORM, or a
+    word in none, a space after it unless its MISC says ``SpaceAfter=No``."""
+    inside = {k for row in tree.multiword_tokens for k in range(*_span(row.id))}
+    parts = []
+    for row in tree.rows():
+        if "-" not in row.id and int(row.id) - 1 in inside:
+            continue
+        parts.append(row.form + ("" if "SpaceAfter=No" in row.misc.split("|") else " "))
+    return "".join(parts).rstrip()
+
+
+def _span(number: str) -> tuple[int, int]:
+    first, last = (int(k) for k in number.split("-"))
+    return first - 1, last
+
+
+@pytest.mark.parametrize("scheme", [PTB, UD])
+def test_a_run_of_dots_glued_to_the_next_word_is_one_word(scheme):
+    words = tokenize("See these slides....they are amazing.", scheme)
+    assert words[2:5] == ["slides", "....", "they"]
+    assert tokenize("no.....really", scheme) == ["no", ".....", "really"]
+
+
+def test_an_emoticon_is_one_word_in_both_cuts():
+    text = "Nice :) really (: or Amy:-) and :-( too"
+    assert tokenize(text) == [
+        *["Nice", ":-RRB-", "really", "-LRB-:", "or", "Amy", ":--RRB-", "and", ":--LRB-"],
+        "too",
+    ]
+    assert tokenize(text, UD) == ["Nice", ":)", "really", "(:", "or", "Amy", ":-)", "and"] + [
+        ":-(",
+        "too",
+    ]
+    # The sentence's stop before an emoticon is a word, as before a closing bracket.
+    assert tokenize("It is cool. :)") == ["It", "is", "cool", ".", ":-RRB-"]
+    # A colon and a bracket that are no emoticon are cut as before.
+    assert tokenize("He said:(no).") == ["He", "said", ":", "-LRB-", "no", "-RRB-", "."]
+
+
+def test_in_the_ud_cut_every_word_is_its_form():
+    text = "Then :) I left (now) [again] {x}."
+    assert tokenize(text, UD) == [t.form for t in tokenize_with_offsets(text, UD)]
+    assert tokenize(text, UD) == [
+        *["Then", ":)", "I", "left", "(", "now", ")", "[", "again", "]", "{", "x", "}", "."]
+    ]
+    assert tokenize(text)[4:7] == ["-LRB-", "now", "-RRB-"]  # a tree's leaves: escaped
+
+
+def test_a_dotted_abbreviation_ending_a_sentence_keeps_its_stop_in_the_treebanks_cut():
+    assert tokenize("We met at 5 p.m.")[-2:] == ["5", "p.m."]
+    assert tokenize("He lives in the U.S. Then he left.")[4:6] == ["U.S.", "Then"]
+    assert tokenize("Bring pens, paper etc.")[-1] == "etc."
+    assert tokenize("I said no.")[-2:] == ["no", "."]  # a word, not an abbreviation
+    # EWT cuts the stop off ("p.m ."), and its cut does so too.
+    assert tokenize("We met at 5 p.m.", UD)[-2:] == ["p.m", "."]
+
+
+def test_addresses_dates_and_names_ewt_keeps_whole():
+    text = "Mail Olsen@ENRON or mailto:a.b@c.com on 01-Feb-02 via Yahoo! Mail, Yahoo!?"
+    for scheme in (PTB, UD):
+        words = tokenize(text, scheme)
+        assert {"Olsen@ENRON", "mailto:a.b@c.com", "01-Feb-02", "Yahoo!"} <= set(words)
+        assert words[-2:] == ["Yahoo!", "?"]
+    assert len(sentence_spans(text)) == 1  # "Yahoo!" ends no sentence
+
+
+def test_contractions_are_multiword_tokens_as_ud_writes_them():
+    text = "I don't know, it's gonna rain. Can’t stop, cannot. Dont worry, im at 5pm."
+    for scheme in (PTB, UD):
+        tokens = tokenize_with_offsets(text, scheme)
+        tree = DependencyTree([t.word for t in tokens], [0] + [1] * (len(tokens) - 1))
+        shown = with_text(tree, tokens, text)
+        written = shown.to_conllu()
+        assert "2-3\tdon't\t" in written and "\ndo\t" not in written
+        forms = [row.form for row in shown.multiword_tokens]
+        bare = ["Dont", "im"] if scheme == UD else []
+        assert forms == ["don't", "it's", "gonna", "Can’t", "cannot", *bare]
+        # The words of a multi-word token hold no SpaceAfter; its range line does.
+        assert next(r for r in shown.multiword_tokens if r.form == "cannot").misc == (
+            "SpaceAfter=No"
+        )
+        (back,) = parse_conllu(written)
+        assert back.words == shown.words and back.multiword_tokens == shown.multiword_tokens
+        assert conllu_text(back) == back.metadata["text"] == text
+    # Not a clitic: a number and its unit, a possessive after a plural, a hyphen's pieces.
+    tokens = tokenize_with_offsets("At 5pm the dogs' e-mail-ish Coca-Cola", UD)
+    assert multiword_tokens(tokens) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You have to see these slides....they are amazing.",
+        "It's well cool. :) Amy:-) (: don't",
+        "We'll meet at 5 p.m.",
+        "\"Stop\" and 'go' -- can't won't y'all'd've (ok)!",
+    ],
+)
+def test_written_conllu_gives_back_the_text_in_both_cuts(text):
+    for scheme in (PTB, UD):
+        tokens = tokenize_with_offsets(text, scheme)
+        tree = DependencyTree([t.word for t in tokens], [0] + [1] * (len(tokens) - 1))
+        (back,) = parse_conllu(with_text(tree, tokens, text).to_conllu())
+        assert conllu_text(back) == text

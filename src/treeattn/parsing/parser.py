@@ -260,13 +260,14 @@ class Parser:
         scheme: str = PTB_TOKENS,
     ) -> list[list[str]]:
         """Each sentence's words: a string tokenized (``tokenize``, cut as ``scheme``
-        says), a list of words as it is (brackets escaped, ``escape``). An empty sentence,
+        says), a list of words as it is, brackets escaped in both (``escape``). An empty sentence,
         a word that is empty or holds white space, or a sentence over ``max_length`` words
         is an error naming ``where`` and the sentence's number."""
         out = []
         for number, sentence in enumerate(sentences, start=1):
             if isinstance(sentence, str):
-                words = tokenize(sentence, scheme)
+                # UD's cut gives forms (``(``): brackets are escaped as for a list.
+                words = escape(tokenize(sentence, scheme))
             elif isinstance(sentence, Sequence) and all(isinstance(w, str) for w in sentence):
                 words = escape(sentence)
             else:

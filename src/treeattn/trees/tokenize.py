@@ -7,8 +7,11 @@ no data download), with brackets written ``-LRB-``/``-RRB-``, double quotes as
 ``\\`\\``` / ``''`` and an opening single quote as ``\\```. Four things are added
 around it:
 
-- URLs, e-mail addresses and names joined by ``&`` are one word each (the Treebank
-  rules would cut them at ``:``, ``@`` and ``&``);
+- URLs, e-mail addresses, names joined by ``&``, dates such as ``01-Feb-02`` and
+  emoticons are one word each (the Treebank rules would cut them at ``:``, ``@``, ``&``,
+  and ``:)`` into ``:`` and a bracket); a run of dots glued to the next word is one word
+  (``slides .... they``), and a dotted abbreviation that ends a sentence keeps its stop
+  (``p.m.``: the Treebank writes ``p.m. .``, which the text cannot give);
 - every currency sign is a word, as the rules make ``$`` one (``€ 4.50``, ``¥ 300``);
 - a line is first cut into sentences (``sentence_spans``), so that the full stop of a
   sentence that is not the line's last is a word of its own (``home .``, not ``home.``);
@@ -16,9 +19,10 @@ around it:
   original text and its spacing can be rebuilt (CoNLL-U's ``# text`` and ``SpaceAfter``).
 
 ``scheme="ud"`` re-cuts the words where UD English EWT writes them otherwise than the Penn
-Treebank (``as_ud``), for output in Universal Dependencies scored against EWT; contractions
-(``do n't``, ``ca n't``, ``gon na``, ``can not``) and straight-quote possessives are the
-same in both and come from the rules.
+Treebank (``as_ud``), for output in Universal Dependencies scored against EWT, each word
+its form (``(``, not ``-LRB-``); contractions (``do n't``, ``ca n't``, ``gon na``, ``can
+not``) and straight-quote possessives are the same in both and come from the rules.
+``with_text`` writes a word and its clitics as UD's multi-word token (``4-5 don't``).
 """
 
 from __future__ import annotations
@@ -28,20 +32,30 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from treeattn.trees.dependency import DependencyTree
+from treeattn.trees.dependency import ConlluRow, DependencyTree
 
 # Penn Treebank escapes of brackets, which a bracketed tree cannot hold as words.
 ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
 # Words the Treebank rules would cut: URLs (with a scheme, or starting www.), e-mail
-# addresses, and names joined by an ampersand ("AT&T", "S&P": one word in the Penn
-# Treebank, and "PG&E", "p&l" in EWT). A URL's last character is not punctuation that
-# ends the sentence around it.
-_URL = r"(?:(?:https?|ftp|file)://|www\.)[^\s<>\"]*[^\s<>\".,;:!?'()\[\]{}]"
-_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+# addresses (and "mailto:" ones; an address inside a company's mail, "Olsen@ENRON", is
+# one word 42 times in EWT's training and dev splits), names joined by an ampersand
+# ("AT&T", "S&P": one word in the Penn Treebank, and "PG&E", "p&l" in EWT), dates
+# written with the month's name ("01-Feb-02") and "Yahoo!" (where EWT's answers come
+# from). A URL's last character is not punctuation that ends the sentence around it.
+_URL = r"(?:(?:https?|ftp|file)://|www\.|mailto:)[^\s<>\"]*[^\s<>\".,;:!?'()\[\]{}]"
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*"
 _AMPERSAND = r"[^\W\d_]+&[^\W\d_]+(?![\w&])"
+_DATE = r"\d{1,2}-[^\W\d_]{3}-\d{2}(?:\d{2})?(?![\w-])"
+# An emoticon (":)", ":-(", ";D", "=]", "(:") standing alone, or one of brackets glued
+# to the word before it ("Amy:-)"): one word, as EWT writes it, where the rules would cut
+# ":)" into ":" and a closing bracket.
+_EMOTICON = (
+    r"(?:(?<![^\s(\[])[:;=][-^]?[()DPp\[\]/|]|(?<=[^\W\d_])[:;=][-^]?[()\[\]]"
+    r"|(?<![^\s(\[])\([-^]?[:;])(?![^\s.,!?)\]])"
+)
 # Only where a word starts: not inside a word, so that "xhttp://" is left to the rules.
-_WHOLE = re.compile(rf"(?<![\w@.+&-])(?:{_URL}|{_EMAIL}|{_AMPERSAND})")
+_WHOLE = re.compile(rf"(?<![\w@.+&-])(?:{_URL}|{_EMAIL}|{_AMPERSAND}|{_DATE}|Yahoo!)|{_EMOTICON}")
 
 # Words whose full stop does not end a sentence. Lowercase; the stop left out.
 ABBREVIATIONS = frozenset(
@@ -73,7 +87,8 @@ TOKEN_SCHEMES = (PTB, UD)
 
 def tokenize(sentence: str, scheme: str = PTB) -> list[str]:
     """Penn Treebank tokens of one sentence, with PTB escapes for brackets and quotes
-    (``scheme="ud"``: cut as UD English EWT cuts them, ``as_ud``)."""
+    (``scheme="ud"``: cut as UD English EWT cuts them, ``as_ud``, each word its form as
+    the text has it: ``(``, ``:)``)."""
     return [token.word for token in tokenize_with_offsets(sentence, scheme)]
 
 
@@ -88,12 +103,18 @@ def tokenize_with_offsets(text: str, scheme: str = PTB) -> list[Token]:
     ``scheme="ud"``: cut as UD English EWT cuts them (``as_ud``)."""
     if scheme not in TOKEN_SCHEMES:
         raise ValueError(f"scheme={scheme!r}; one of {', '.join(TOKEN_SCHEMES)}")
-    tokens = [
+    if scheme == UD:
+        tokens = [
+            token
+            for start, end in sentence_spans(text)
+            for token in _sentence_tokens(text[start:end], start)
+        ]
+        return as_ud(tokens, text)
+    return [
         token
         for start, end in sentence_spans(text)
-        for token in _sentence_tokens(text[start:end], start)
+        for token in _keep_abbreviation_stop(_sentence_tokens(text[start:end], start))
     ]
-    return as_ud(tokens, text) if scheme == UD else tokens
 
 
 # Where UD English EWT cuts words otherwise than the Penn Treebank, counted on its training
@@ -109,9 +130,7 @@ _UD_SLASH = re.compile(r"(?<=[^\W\d_]{2})/(?=[^\W\d_]{2})")
 # Runs EWT keeps as one word, which the rules cut: "!!", "?!", "....", "$$$", "<<",
 # "----==", emoticons (":)", ":-(", ";D") and hashtags ("#audiobooks").
 _UD_WHOLE = re.compile(
-    r"[.!?]{2,}|[-=]{3,}|([$<>*~+_])\1+"
-    r"|(?<![^\s(\[])[:;=][-^]?[()DPp\[\]/|](?![^\s.,!?)\]])"
-    r"|(?<![^\s(\[])#[^\W\d_]\w*"
+    rf"[.!?]{{2,}}|[-=]{{3,}}|([$<>*~+_])\1+|{_EMOTICON}|(?<![^\s(\[])#[^\W\d_]\w*"
 )
 # Dots trailing a word that has none inside ("back.."), which the rules leave on it.
 _UD_DOTS = re.compile(r"(?<=[^\W_])\.{2,}$")
@@ -145,19 +164,19 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
     (``5 pm``), a range of numbers three (``10 - 12``), a hyphen at a word's edge and dots
     between words are words (``1980s -``, ``course .. if``), and runs of sentence
     punctuation, emoticons and hashtags are one word each. URLs, e-mail addresses and
-    phone numbers stay whole. Each token keeps its place, and its word is its form as EWT
-    writes it, brackets escaped (``"``, not ``\\`\\```; ``n’t``, not ``n't``)."""
+    phone numbers stay whole. Each token keeps its place, and its word is its form, as EWT
+    writes it (``"``, not ``\\`\\```; ``n’t``, not ``n't``; ``(``, not ``-LRB-``: a parser
+    escapes the brackets of the words it reads)."""
     cut: list[Token] = []
     for token in tokens:
         if _WHOLE.fullmatch(token.form):
-            cut.append(token)
+            cut.append(Token(token.form, token.form, token.start, token.end))
             continue
         for a, b in _ud_pieces(token.form):
             form = token.form[a:b]
             # The word is the form, as EWT writes its words (and the joint parser learned
             # them): a quote is " or ', not the Penn Treebank's `` or `.
-            word = escape([form])[0]
-            cut.append(Token(word, form, token.start + a, token.start + b))
+            cut.append(Token(form, form, token.start + a, token.start + b))
     out: list[Token] = []
     runs = [m.span() for m in _UD_WHOLE.finditer(text)]
     for token in _cut_at_runs(cut, runs):
@@ -165,7 +184,7 @@ def as_ud(tokens: Sequence[Token], text: str) -> list[Token]:
         last = out[-1] if out else None
         if run and last and run[0] <= last.start and last.end == token.start:
             form = text[last.start : token.end]
-            out[-1] = Token(escape([form])[0], form, last.start, token.end)
+            out[-1] = Token(form, form, last.start, token.end)
         else:
             out.append(token)
     return out
@@ -177,12 +196,12 @@ def _cut_at_runs(tokens: list[Token], runs: list[tuple[int, int]]) -> list[Token
     cut: list[Token] = []
     for token in tokens:
         inner = next((a for a, b in runs if token.start < a < token.end < b), None)
-        if inner is None:
+        if inner is None or _WHOLE.fullmatch(token.form):  # "Yahoo!?": "Yahoo!" "?"
             cut.append(token)
             continue
         for a, b in ((token.start, inner), (inner, token.end)):
             form = token.form[a - token.start : b - token.start]
-            cut.append(Token(escape([form])[0], form, a, b))
+            cut.append(Token(form, form, a, b))
     return cut
 
 
@@ -298,23 +317,55 @@ def _sentence_tokens(sentence: str, offset: int) -> list[Token]:
             if stop < end:
                 words.append((stop, end, piece[stop - start :]))
         elif any(start < a < end for a in whole) and masked[start:end] == piece:
-            # A run the rules kept inside a longer word ("u=AT&T"): its own characters back.
-            words = [(start, end, sentence[start:end].translate(_CURLY))]
+            glued = next((a for a in whole if start < a < end == whole[a]), None)
+            if glued is not None and re.fullmatch(_EMOTICON, sentence[glued:end]):
+                # An emoticon glued to the word before it ("Amy:-)"): a word of its own.
+                words = [(start, glued, piece[: glued - start]), (glued, end, sentence[glued:end])]
+            else:
+                # A run the rules kept inside a longer word ("u=AT&T"): its own characters.
+                words = [(start, end, sentence[start:end].translate(_CURLY))]
         for a, b, word in words:
             tokens.append(Token(escape([word])[0], sentence[a:b], offset + a, offset + b))
         position = end
-    return _split_last_stop(tokens)
+    return _split_last_stop(_join_dots(tokens))
+
+
+def _join_dots(tokens: list[Token]) -> list[Token]:
+    """``tokens`` with a run of dots glued to the next word one word of its own
+    ("slides....they": ``slides .... they``); the rules cut three dots off it and leave
+    the rest on the word (``... .they``)."""
+    out: list[Token] = []
+    for token in tokens:
+        last = out[-1] if out else None
+        glued = last is not None and last.end == token.start and set(last.form) == {"."}
+        rest = token.form.lstrip(".")
+        if not glued or not rest or len(rest) == len(token.form):
+            out.append(token)
+            continue
+        stop = token.start + len(token.form) - len(rest)
+        dots = Token(
+            last.word + "." * (stop - token.start),
+            last.form + token.form[: stop - token.start],
+            last.start,
+            stop,
+        )
+        out[-1] = dots
+        out.append(Token(token.word[len(token.form) - len(rest) :], rest, stop, token.end))
+    return out
 
 
 _CLOSING = frozenset("\"')]}’”")
 
 
 def _split_last_stop(tokens: list[Token]) -> list[Token]:
-    """``tokens`` with the sentence's last full stop a word of its own where closing quotes
-    or brackets follow it after a space (``source. )``). The rules cut it only where they
-    follow unspaced (``source.)``), and without them."""
+    """``tokens`` with the sentence's last full stop a word of its own where closing quotes,
+    brackets or emoticons follow it after a space (``source. )``, ``cool. :)``). The rules
+    cut it only where they follow unspaced (``source.)``), and without them."""
     k = len(tokens)
-    while k and all(char in _CLOSING for char in tokens[k - 1].form):
+    while k and (
+        all(char in _CLOSING for char in tokens[k - 1].form)
+        or re.fullmatch(_EMOTICON, tokens[k - 1].form)
+    ):
         k -= 1
     last = tokens[k - 1] if 0 < k < len(tokens) else None
     if last and len(last.word) > 1 and last.word.endswith(".") and not last.word.endswith(".."):
@@ -323,6 +374,23 @@ def _split_last_stop(tokens: list[Token]) -> list[Token]:
             Token(last.word[:-1], last.form[:-1], last.start, stop),
             Token(".", ".", stop, last.end),
         ]
+    return tokens
+
+
+def _keep_abbreviation_stop(tokens: list[Token]) -> list[Token]:
+    """``tokens`` with a sentence's last word that is a dotted abbreviation (``p.m.``,
+    ``U.S.``, ``e.g.``) or ``etc.`` keeping its full stop: the Penn Treebank writes such
+    a word whole and adds a stop after it (``p.m. .``), which text with one stop cannot
+    give, and a word ``p.m`` is no word. UD English EWT cuts it (``p.m .``), as
+    ``scheme="ud"`` does."""
+    if len(tokens) < 2:
+        return tokens
+    last, stop = tokens[-2], tokens[-1]
+    if stop.form != "." or last.end != stop.start:
+        return tokens
+    if re.fullmatch(r"(?:[^\W\d_]\.)+[^\W\d_]", last.form) or last.form.lower() == "etc":
+        form = last.form + "."
+        tokens[-2:] = [Token(form, form, last.start, stop.end)]
     return tokens
 
 
@@ -441,20 +509,74 @@ def tokenize_sentences(
     return [[t for t in tokens if a <= t.start < b] for a, b in spans] or [[]]
 
 
+# A clitic that UD English EWT writes with the word before it as one multi-word token
+# (``don't`` = do + n't, ``it's``, ``I'm``, ``they've``, curly or straight): all of its
+# 2,800 words of these forms in its three splits are inside one, none outside.
+_CLITIC = re.compile(r"(?i)['’`´](?:s|m|d|ll|re|ve)|n['’`´]t")
+# Words that the Treebank's rules cut and EWT joins likewise (``cannot``, ``gonna``,
+# ``wanna``, ``gotta``): the host, lowercase, and what follows it.
+_JOINED = frozenset({("can", "not"), ("gon", "na"), ("wan", "na"), ("got", "ta")})
+
+
+def multiword_tokens(tokens: Sequence[Token]) -> list[tuple[int, int]]:
+    """``(first, last)`` (0-based, inclusive) of each run of ``tokens`` that UD writes as one
+    multi-word token: a word and the clitics glued to it, nothing between them. A clitic is
+    ``'s``, ``'m``, ``'d``, ``'ll``, ``'re``, ``'ve`` or ``n't`` (any apostrophe), one
+    written without its apostrophe where ``as_ud`` cut it off (``do nt``, ``i m``), or the
+    second half of ``can not``, ``gon na``, ``wan na``, ``got ta``. A number and its unit
+    (``5 pm``), a hyphen's pieces and a possessive ``'`` after a plural (which a closing
+    quote cannot be told from) are words of their own, as in EWT."""
+    runs: list[tuple[int, int]] = []
+    for k in range(1, len(tokens)):
+        host, clitic = tokens[k - 1], tokens[k]
+        if host.end != clitic.start or not host.form[-1:].isalnum():
+            continue
+        bare = _UD_BARE_CLITIC.match(host.form + clitic.form)
+        if not (
+            _CLITIC.fullmatch(clitic.form)
+            or (host.form.lower(), clitic.form.lower()) in _JOINED
+            or (bare is not None and bare.end() == len(host.form))
+        ):
+            continue
+        if runs and runs[-1][1] == k - 1:
+            runs[-1] = (runs[-1][0], k)
+        else:
+            runs.append((k - 1, k))
+    return runs
+
+
 def with_text(tree: DependencyTree, tokens: Sequence[Token], text: str) -> DependencyTree:
     """``tree`` (of ``tokens``' words) as CoNLL-U writes raw text: each word's FORM as the
     text has it (``(``, not ``-LRB-``), ``SpaceAfter=No`` in MISC where no space follows
-    it, and the sentence's text in a ``# text`` comment. The last token's MISC looks at
-    what follows it in ``text`` (the next sentence of the line, or nothing)."""
+    it, a word and its clitics as UD writes them (``multiword_tokens``: a range line
+    ``4-5 don't`` before the words ``do`` and ``n't``, which holds the ``SpaceAfter=No``
+    of the run), and the sentence's text in a ``# text`` comment. The last token's MISC
+    looks at what follows it in ``text`` (the next sentence of the line, or nothing).
+    A tree that has multi-word tokens already keeps them, and gets no others."""
     if len(tokens) != tree.n:
         raise ValueError(f"{len(tokens)} tokens for a tree of {tree.n} words")
+
+    def glued(end: int) -> bool:
+        return end < len(text) and not text[end].isspace()
+
+    runs = [] if tree.multiword_tokens else multiword_tokens(tokens)
+    inside = {k for first, last in runs for k in range(first, last + 1)}
     misc = []
     for k, token in enumerate(tokens):
-        glued = token.end < len(text) and not text[token.end].isspace()
         kept = [] if tree.misc[k] == "_" else tree.misc[k].split("|")
-        if glued:
+        if glued(token.end) and k not in inside:
             kept.append("SpaceAfter=No")
         misc.append("|".join(kept) or "_")
+    ranges = list(tree.multiword_tokens)
+    for first, last in runs:
+        start, end = tokens[first].start, tokens[last].end
+        ranges.append(
+            ConlluRow(
+                f"{first + 1}-{last + 1}",
+                text[start:end],
+                misc="SpaceAfter=No" if glued(end) else "_",
+            )
+        )
     return DependencyTree(
         [t.form for t in tokens],
         tree.heads,
@@ -466,6 +588,6 @@ def with_text(tree: DependencyTree, tokens: Sequence[Token], text: str) -> Depen
         deps=tree.deps,
         misc=misc,
         metadata={**tree.metadata, "text": text[tokens[0].start : tokens[-1].end]},
-        multiword_tokens=tree.multiword_tokens,
+        multiword_tokens=ranges,
         empty_nodes=tree.empty_nodes,
     )
