@@ -4,7 +4,10 @@ parser as ``treeattn parse`` does) and, apart, EWT's gold words (``--tokenized``
 CoNLL-U outputs (``--format conllu --dependencies ud``) are scored by udapi's
 ``eval.Conll18`` (a port of the shared task's script: words aligned by their forms,
 punctuation counted, relation subtypes dropped), on every sentence and on the questions
-alone (the sentences whose last or second-to-last gold word is "?").
+alone (the sentences whose last or second-to-last gold word is "?"). Tokens, which the
+port leaves out, are scored here as the shared task defines them: a token is a
+multi-word token's line or a word in none, placed by its characters in the text with
+white space left out, and it is correct where gold has a token of the same characters.
 
 Needs udapi (the ``dev`` extra). ``--models``: parser files or shipped names.
 
@@ -37,8 +40,8 @@ from benchmarks.common import (
 from benchmarks.ewt_tags import is_question
 from treeattn.data.ud import load_ud, ud_path
 
-# What eval.Conll18 counts, and the scores reported from it.
-COUNTED = ("Words", "XPOS", "UAS", "LAS")
+# What eval.Conll18 counts (and ``token_counts`` for Tokens), and the scores reported.
+COUNTED = ("Tokens", "Words", "XPOS", "UAS", "LAS")
 
 
 def conllu_blocks(path: Path) -> list[str]:
@@ -80,7 +83,47 @@ def conll18_counts(gold: Path, predicted: Path) -> dict[str, dict[str, int]]:
                 "predicted": predicted_n,
                 "aligned": aligned,
             }
+    counts["Tokens"] = token_counts(gold, predicted)
     return counts
+
+
+def token_spans(path: Path) -> list[tuple[int, int]]:
+    """Each token of a CoNLL-U file (a multi-word token's line, or a word in none) as the
+    characters it covers in the file's text with white space left out."""
+    spans, position, inside = [], 0, 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line:
+            inside = 0  # the next sentence numbers its words from 1 again
+            continue
+        if line.startswith("#"):
+            continue
+        number, form = line.split("\t")[:2]
+        if "." in number:  # an empty node: no characters
+            continue
+        if "-" in number:
+            first, last = (int(k) for k in number.split("-"))
+            inside = last
+        elif int(number) <= inside:
+            continue  # a word of the multi-word token before
+        size = len("".join(form.split()))
+        spans.append((position, position + size))
+        position += size
+    return spans
+
+
+def token_counts(gold: Path, predicted: Path) -> dict[str, int]:
+    """Tokens as the shared task scores them: correct where both files have a token of the
+    same characters."""
+    gold_spans, predicted_spans = token_spans(gold), token_spans(predicted)
+    if [end for _, end in gold_spans[-1:]] != [end for _, end in predicted_spans[-1:]]:
+        raise SystemExit(f"{predicted}: its text is not {gold}'s (white space left out)")
+    correct = len(set(gold_spans) & set(predicted_spans))
+    return {
+        "correct": correct,
+        "gold": len(gold_spans),
+        "predicted": len(predicted_spans),
+        "aligned": correct,
+    }
 
 
 def f1(count: dict[str, int]) -> float:
@@ -160,7 +203,16 @@ def main() -> None:
                         *(fmt(f1(counts[m]), 2) for m in COUNTED),
                     ]
                 )
-    headers = ["parser", "input", "sentences", "Words F1", "XPOS F1", "UAS F1", "LAS F1"]
+    headers = [
+        "parser",
+        "input",
+        "sentences",
+        "Tokens F1",
+        "Words F1",
+        "XPOS F1",
+        "UAS F1",
+        "LAS F1",
+    ]
     markdown = (
         f"UD English-EWT {args.split}, eval.Conll18 (punctuation counted)\n\n"
         + markdown_table(headers, rows)
