@@ -30,11 +30,12 @@ ROOT = Path(__file__).parents[1]
         "ewt_tags",
         "ewt_conll18",
         "parse_speed",
+        "mccoy_parser_f1",
     ],
 )
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
     needs_data = ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags")
-    needs_data += ("parse_speed",)
+    needs_data += ("parse_speed", "mccoy_parser_f1")
     if script in (*needs_data, "ewt_conll18"):
         # Multi30k, the PTB sample, BLiMP, EWT; skips without them
         request.getfixturevalue("shared_data")
