@@ -20,6 +20,7 @@ from treeattn.analysis.zero_shot_trees import (
     impact_distances,
     jensen_shannon_distance,
     layer_trees,
+    right_skewed,
 )
 from treeattn.cli import main
 from treeattn.data.paths import data_dir
@@ -84,9 +85,22 @@ def test_distances_between_vectors_and_distributions():
     # Rows (H=2 heads, n=3 words, k=2 keys): each gap's distance is the heads' mean.
     rows = torch.stack([torch.stack([p, p, q]), torch.stack([p, q, q])])
     assert adjacent_attention_distances(rows, "hellinger").tolist() == pytest.approx([0.5, 0.5])
-    # High impact either way joins two words: distance is minus the mean impact.
-    impacts = torch.tensor([[1.0, 4.0], [3.0, 0.0]])
-    assert impact_distances(impacts).tolist() == [-2.0, -2.0]
+    # High impact either way joins two words: the mean impacts 2 and 3 give distances
+    # 3 - 2 and 3 - 3.
+    impacts = torch.tensor([[1.0, 4.0], [3.0, 2.0]])
+    assert impact_distances(impacts).tolist() == [1.0, 0.0]
+
+
+def test_right_skewness_bias_by_hand():
+    # Gaps 2 1 3 (mean 2) with bias 1.5 gain 3 x (1, 2/3, 1/3): 5 3 4, so the first gap
+    # now splits first (a | b c d), then the last (4 > 3): (a ((b c) d)).
+    distances = torch.tensor([[2.0, 1.0, 3.0]]).numpy()
+    assert right_skewed(distances, 1.5).tolist() == [pytest.approx([5.0, 3.0, 4.0])]
+    (plain,) = layer_trees(list("abcd"), distances)
+    assert plain == Tree.parse("(X (X a (X b c)) d)")
+    (skewed,) = layer_trees(list("abcd"), distances, bias=1.5)
+    assert skewed == Tree.parse("(X a (X (X b c) d))")
+    assert right_skewed(distances, 0.0) is distances
 
 
 # ---------------------------------------------------------------------------- a tiny BERT
@@ -217,6 +231,7 @@ def test_induce_scores_every_layer_on_the_ptb_sample(masked_dir, tmp_path, capsy
     plot, scores, trees = tmp_path / "layers.png", tmp_path / "scores.json", tmp_path / "t.txt"
     argv = ["induce", str(masked_dir), "--ptb", "test", "--methods", "hidden", "attention"]
     argv += ["--hidden-distance", "cosine", "--plot", str(plot), "--json", str(scores)]
+    argv += ["--right-bias", "1.5"]
     assert main([*argv, "-o", str(trees)]) == 0
     printed = capsys.readouterr().out
     assert "layer chosen by sentence F1 on PTB sample dev" in printed
@@ -227,6 +242,7 @@ def test_induce_scores_every_layer_on_the_ptb_sample(masked_dir, tmp_path, capsy
     assert plot.read_bytes()[:4] == b"\x89PNG"
     found = json.loads(scores.read_text())
     assert [m["method"] for m in found["methods"]] == ["hidden", "attention"]
+    assert found["right_bias"] == 1.5 and "right-skewness bias 1.5" in printed
     hidden = found["methods"][0]
     assert hidden["layers"] == [0, 1, 2, 3] and len(hidden["dev"]) == len(hidden["test"]) == 4
     best = max(range(4), key=lambda k: hidden["dev"][k]["sentence_f1"])

@@ -107,8 +107,10 @@ def split_trees(
     drop: bool,
     where: str,
     gold: list[Tree] | None = None,
+    bias: float = 0.0,
 ) -> SplitTrees:
-    """Every layer's trees by each method over the kept words of ``sentences``."""
+    """Every layer's trees by each method over the kept words of ``sentences``, after
+    the right-skewness ``bias`` (``zero_shot_trees.right_skewed``)."""
     prepared = drop_punctuation(sentences, drop, where)
     kept = kept_words(sentences, drop)
     words = [s.words for s in sentences]
@@ -121,7 +123,9 @@ def split_trees(
         distances = model.distances(words, kept, [method.name], **options)[method.name]
         seconds[method.label] = time.perf_counter() - start
         layers = len(model.layers(method.name))
-        trees = [layer_trees(w, d) for w, d in zip(prepared.sentences, distances, strict=True)]
+        trees = [
+            layer_trees(w, d, bias) for w, d in zip(prepared.sentences, distances, strict=True)
+        ]
         by_layer[method.label] = [[t[layer] for t in trees] for layer in range(layers)]
     return SplitTrees(gold, prepared, by_layer, seconds)
 
@@ -155,6 +159,7 @@ class PretrainedPTB:
     model: str
     split: str
     drop: bool
+    bias: float
     prepared: PreparedText
     methods: list[MethodLayers]
     scores: InductionScores  # the chosen layers on ``split``, with baselines
@@ -167,8 +172,10 @@ class PretrainedPTB:
             if any(m.choice is not None for m in self.methods)
             else "given"
         )
+        skew = f", right-skewness bias {self.bias:g}" if self.bias else ""
         lines = [
-            f"{self.model}: trees from adjacent-word distances, no training; layer {chosen_on}",
+            f"{self.model}: trees from adjacent-word distances{skew}, no training; "
+            f"layer {chosen_on}",
             *text_lines(self.drop, self.prepared, "by PTB tag"),
         ]
         if self.drop:
@@ -210,6 +217,7 @@ class PretrainedPTB:
             "split": self.split,
             "choice_split": CHOICE_SPLIT,
             "punctuation_removed": self.drop,
+            "right_bias": self.bias,
             "methods": [
                 {
                     "method": m.method.name,
@@ -250,9 +258,11 @@ def induce_pretrained_ptb(
     drop: bool = True,
     layer: int | None = None,
     max_words: int = 10,
+    bias: float = 0.0,
 ) -> PretrainedPTB:
-    """Each method's trees at every layer for the PTB sample's ``split``; the layer is
-    ``layer`` where given, else the one with the best sentence F1 on the dev split."""
+    """Each method's trees at every layer for the PTB sample's ``split`` (after the
+    right-skewness ``bias``); the layer is ``layer`` where given, else the one with the
+    best sentence F1 on the dev split."""
     if layer is not None:
         for method in methods:
             if layer not in model.layers(method.name):
@@ -262,7 +272,7 @@ def induce_pretrained_ptb(
                 )
     gold, sentences = ptb_split(split)
     where = f"PTB sample {split}"
-    reported = split_trees(model, sentences, methods, drop, where, gold)
+    reported = split_trees(model, sentences, methods, drop, where, gold, bias)
     choice = None
     if layer is None:
         if split == CHOICE_SPLIT:
@@ -270,7 +280,7 @@ def induce_pretrained_ptb(
         else:
             dev_gold, dev_sentences = ptb_split(CHOICE_SPLIT)
             dev_where = f"PTB sample {CHOICE_SPLIT}"
-            choice = split_trees(model, dev_sentences, methods, drop, dev_where, dev_gold)
+            choice = split_trees(model, dev_sentences, methods, drop, dev_where, dev_gold, bias)
     results, best_trees = [], {}
     for method in methods:
         layers = model.layers(method.name)
@@ -300,6 +310,7 @@ def induce_pretrained_ptb(
         model.name,
         split,
         drop,
+        bias,
         reported.prepared,
         results,
         scores,
@@ -327,9 +338,9 @@ class PretrainedText:
         return bracketed(self.trees)
 
 
-def chosen_layer(model: ZeroShotModel, method: Method, drop: bool = True) -> int:
+def chosen_layer(model: ZeroShotModel, method: Method, drop: bool = True, bias: float = 0.0) -> int:
     """The layer whose trees score the best sentence F1 on the PTB sample's dev split."""
-    found = induce_pretrained_ptb(model, CHOICE_SPLIT, [method], drop)
+    found = induce_pretrained_ptb(model, CHOICE_SPLIT, [method], drop, bias=bias)
     return found.methods[0].chosen
 
 
@@ -341,16 +352,17 @@ def induce_pretrained_text(
     layer: int | None = None,
     drop: bool = True,
     tokenized: bool = False,
+    bias: float = 0.0,
 ) -> PretrainedText:
     """``method``'s trees at ``layer`` (default: ``chosen_layer``) for each line of a
     text, over its words without punctuation (the character rule) where ``drop``."""
     sentences = text_sentences(lines, where, tokenized)
     if layer is None:
-        layer = chosen_layer(model, method, drop)
+        layer = chosen_layer(model, method, drop, bias)
     elif layer not in model.layers(method.name):
         known = model.layers(method.name)
         raise ValueError(f"layer {layer}: {method.label} reads layers {known[0]}..{known[-1]}")
-    found = split_trees(model, sentences, [method], drop, where)
+    found = split_trees(model, sentences, [method], drop, where, bias=bias)
     index = model.layers(method.name).index(layer)
     trees = found.by_layer[method.label][index]
     return PretrainedText(model.name, method, layer, drop, found.prepared, trees)

@@ -101,13 +101,30 @@ def adjacent_attention_distances(rows: Tensor, kind: str = "js") -> Tensor:
 
 def impact_distances(impacts: Tensor) -> Tensor:
     """(..., 2, n-1): the impacts of word k+1 on word k (row 0) and of k on k+1 (row 1)
-    -> distances (..., n-1): high impact either way joins the words."""
-    return -impacts.mean(-2)
+    -> distances (..., n-1): high impact either way joins the words, so a gap's distance
+    is the sentence's largest mean impact less its own (0 or more; the split reads only
+    their order)."""
+    joined = impacts.mean(-2)
+    if joined.shape[-1] == 0:
+        return joined
+    return joined.max(-1, keepdim=True).values - joined
 
 
-def layer_trees(words: Sequence[str], distances: np.ndarray) -> list[Tree]:
-    """One binary tree per layer: ``distances`` (layers, n-1) split top-down."""
-    return [tree_from_distances(words, row.tolist()) for row in distances]
+def right_skewed(distances: np.ndarray, bias: float) -> np.ndarray:
+    """Kim et al. (2020)'s right-skewness bias: distances (layers, m-1) between m words,
+    gap k (from 0) raised by ``bias`` x the layer's mean distance x (1 - k / (m-1)), so
+    that earlier gaps split first and trees lean right, as English does; 0: none."""
+    gaps = distances.shape[-1]
+    if not bias or not gaps:
+        return distances
+    slope = 1.0 - np.arange(gaps) / gaps
+    return distances + bias * distances.mean(-1, keepdims=True) * slope
+
+
+def layer_trees(words: Sequence[str], distances: np.ndarray, bias: float = 0.0) -> list[Tree]:
+    """One binary tree per layer: ``distances`` (layers, n-1) split top-down, after the
+    right-skewness ``bias`` (``right_skewed``) where one is given."""
+    return [tree_from_distances(words, row.tolist()) for row in right_skewed(distances, bias)]
 
 
 # ---------------------------------------------------------------------------- the model

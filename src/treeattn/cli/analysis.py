@@ -211,6 +211,15 @@ def _pretrained_flags(p: argparse.ArgumentParser) -> None:
         type=int,
         help="read this layer (0: embeddings) instead of the best on the PTB sample dev split",
     )
+    group.add_argument(
+        "--right-bias",
+        type=float,
+        default=0.0,
+        metavar="LAMBDA",
+        help="Kim et al. (2020)'s right-skewness bias: gap k of m-1 gains LAMBDA x the mean "
+        "distance x (1 - k/(m-1)), so trees lean right as English does (default 0: none; "
+        "they used 1.5)",
+    )
     group.add_argument("--plot", metavar="IMAGE", help="with --ptb: draw F1 by layer here")
     group.add_argument("--json", metavar="FILE", help="with --ptb: write the scores as JSON")
 
@@ -227,6 +236,7 @@ def _induce(args: argparse.Namespace) -> int:
     for flag, given in (
         ("--methods", args.methods),
         ("--layer", args.layer is not None),
+        ("--right-bias", args.right_bias),
         ("--plot", args.plot),
         ("--json", args.json),
     ):
@@ -286,11 +296,13 @@ def _induce_pretrained(args: argparse.Namespace) -> int:
     if args.textfile:
         lines, where = read_lines(args.textfile)
         induced = induce_pretrained_text(
-            model, lines, where, methods[0], args.layer, drop, args.tokenized
+            model, lines, where, methods[0], args.layer, drop, args.tokenized, args.right_bias
         )
         print(induced.format(), file=sys.stderr)  # stdout is for the trees
     else:
-        induced = induce_pretrained_ptb(model, args.ptb, methods, drop, args.layer, args.max_words)
+        induced = induce_pretrained_ptb(
+            model, args.ptb, methods, drop, args.layer, args.max_words, args.right_bias
+        )
         print(induced.format())
         if args.json:
             write_output(json.dumps(induced.to_json(), indent=1) + "\n", args.json)
