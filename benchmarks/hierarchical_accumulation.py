@@ -2,10 +2,10 @@
 (``treeattn.attention.hierarchical.hierarchical_accumulation``: a (node, leaf) weight
 matrix times the leaves and root-ward sums of the nodes, with the horizontal embeddings
 summed up each leaf's path once for all heads) against the paper's dense formulation
-(``tests.hierarchical_reference.dense_accumulation``, which builds the (B, m+1, n, d)
+(``treeattn.testing.hierarchical_reference.dense_accumulation``, which builds the (B, m+1, n, d)
 tensors S and E of Nguyen et al. 2020, Eqs. 5-10, and a (B, m, m, n) path mask), and
 against the library's earlier form along each leaf's root-ward path
-(``tests.hierarchical_reference.path_accumulation``: a gather, a cumulative sum and an
+(``treeattn.testing.hierarchical_reference.path_accumulation``: a gather, a cumulative sum and an
 ``index_add`` over (B, n, D, d)).
 
 Run from the repository root (so that ``tests`` is importable)::
@@ -58,7 +58,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from tests.hierarchical_reference import dense_accumulation, path_accumulation
 
 from benchmarks.common import (
     add_run_arguments,
@@ -74,6 +73,7 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.attention.hierarchical import hierarchical_accumulation
+from treeattn.testing.hierarchical_reference import dense_accumulation, path_accumulation
 from treeattn.trees.tensors import TreeTensors
 
 MIB = 2**20

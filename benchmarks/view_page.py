@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 import torch
-from tests.browser import headless_chromium
 
 from benchmarks.common import (
     add_run_arguments,
@@ -39,6 +38,7 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.analysis.view import view_page
+from treeattn.testing.browser import headless_chromium
 
 
 def open_ms(browser, path: Path) -> tuple[float, int]:

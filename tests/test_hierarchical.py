@@ -8,13 +8,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.hierarchical_reference import (
-    dense_accumulation,
-    literal_accumulation,
-    literal_cross_attention,
-    literal_self_attention,
-    path_accumulation,
-)
 from tests.strategies import DEEP, left_branching, right_branching, trees
 from treeattn.attention.hierarchical import (
     HierarchicalAccumulation,
@@ -26,6 +19,13 @@ from treeattn.attention.hierarchical import (
 from treeattn.models.classifier import TreeClassifier
 from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.models.inputs import EncoderInputs
+from treeattn.testing.hierarchical_reference import (
+    dense_accumulation,
+    literal_accumulation,
+    literal_cross_attention,
+    literal_self_attention,
+    path_accumulation,
+)
 from treeattn.trees import Tree
 from treeattn.trees.lnr import from_lnr, to_lnr
 from treeattn.trees.tensors import collate_trees, encode_tree, split_subwords
@@ -280,7 +280,7 @@ OPTIONS = [
 @pytest.mark.parametrize("options", OPTIONS)
 def test_self_attention_equals_the_literal_per_head_equations(options):
     """Eqs. 12-20 head by head, float64, each tree of a padded batch alone against the
-    literal loops of tests/hierarchical_reference.py."""
+    literal loops of src/treeattn/testing/hierarchical_reference.py."""
     torch.manual_seed(0)
     subtree_mask = options.get("subtree_mask", True)
     accumulation = {k: v for k, v in options.items() if k != "subtree_mask"}

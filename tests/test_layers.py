@@ -26,7 +26,7 @@ LAYERS = (
     ("models",),
     ("parsing",),
     ("tasks",),
-    ("analysis", "demo", "demo_generalization", "integrations", "evaluation"),
+    ("analysis", "demo", "demo_generalization", "integrations", "evaluation", "testing"),
     ("cli",),
 )
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.browser import headless_chromium
 from tests.test_backbone import CONFIG as BERT_CONFIG
 from tests.test_engine import TINY
 from treeattn.analysis.capture import capture
@@ -34,6 +33,7 @@ from treeattn.models.bert import BertConfig, BertLayer
 from treeattn.models.hierarchical import HierarchicalEncoder
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import load_trained
+from treeattn.testing.browser import headless_chromium
 from treeattn.viz.page import render_page
 
 LINES = ["[MAX 2 9 [MIN 4 7 ] 0 ]", "[MIN 3 [MAX 4 5 ] ]", "[SUM_MOD 1 2 ]"]
