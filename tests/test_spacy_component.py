@@ -564,3 +564,92 @@ def test_the_modules_example_runs():
 
 def test_the_component_class_is_the_factorys(nlp):
     assert isinstance(nlp.get_pipe(NAME), TreeattnParser)
+
+
+# ---------------------------------------------------------------- the command line's dependencies
+COMMAND_LINE = [
+    "I don't know, it's gonna rain and we can't stop.",
+    '"Stop," she said, "you won\'t go."',
+    "The well-known Coca-Cola ad ran from 1969-1970 at 5pm.",
+    "See https://example.com/a-b or write to bob@example.com :) now!",
+    "Dont worry, im sure it's fine... really.",
+]
+
+
+@pytest.fixture(scope="module")
+def accurate_nlp():
+    """Blank English with the shipped accurate parser (Universal Dependencies)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe(NAME)
+    return nlp
+
+
+def command_line_conllu(lines: list[str], tmp_path: Path) -> list:
+    """What ``treeattn parse --format conllu`` writes for ``lines``, read back."""
+    from treeattn.cli import main
+    from treeattn.trees.dependency import read_conllu
+
+    source, out = tmp_path / "in.txt", tmp_path / "out.conllu"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    assert main(["parse", str(source), "--format", "conllu", "-o", str(out)]) == 0
+    return read_conllu(out)
+
+
+def test_dependencies_are_the_command_lines(accurate_nlp, tmp_path):
+    """Where spaCy's tokens are the words ``treeattn parse --format conllu`` writes (UD
+    English EWT's cut), their heads, relations and tags are the command line's."""
+    trees = command_line_conllu(COMMAND_LINE, tmp_path)
+    for line, tree in zip(COMMAND_LINE, trees, strict=True):
+        doc = accurate_nlp(line)
+        assert [t.text for t in doc] == tree.words, line
+        assert [0 if t.head.i == t.i else t.head.i + 1 for t in doc] == tree.heads, line
+        assert [t.dep_ for t in doc] == tree.relations, line
+        assert [t.tag_ for t in doc] == tree.xpos, line
+
+
+def test_brackets_stay_the_command_lines_own(accurate_nlp, tmp_path, capsys):
+    """The tree is read from the Penn Treebank's cut, as ``treeattn parse`` writes brackets,
+    even where the dependencies come from UD's."""
+    from treeattn.cli import main
+
+    line = COMMAND_LINE[2]
+    source = tmp_path / "in.txt"
+    source.write_text(line + "\n", encoding="utf-8")
+    assert main(["parse", str(source)]) == 0
+    brackets = capsys.readouterr().out.strip()
+    sent = next(accurate_nlp(line).sents)
+    assert sent._.tree == Tree.parse(brackets)
+    assert "1969-1970" in sent._.tree.leaves()
+
+
+def test_tokens_and_the_command_lines_words_meet_by_the_stated_rules(accurate_nlp, tmp_path):
+    """One token holding two UD words (a whitespace tokenizer's "1969-1970", UD's "1969 -
+    1970") takes the head, relation and tag of the word nearest the root; a UD word over
+    several tokens (spaCy's "e - mail", UD's "e-mail") hangs its tokens on its last, with
+    ``subtok``, and the last takes the word's head and relation."""
+    line = "It ran 1969-1970 by e-mail."
+    (tree,) = command_line_conllu([line], tmp_path)
+    assert tree.words == ["It", "ran", "1969", "-", "1970", "by", "e-mail", "."]
+    words = ["It", "ran", "1969-1970", "by", "e-mail."]
+    doc = accurate_nlp(Doc(accurate_nlp.vocab, words=words))
+    span = [2, 3, 4]  # the token's words, 0-based
+    depth = {k: 0 for k in range(tree.n)}
+    for k in range(tree.n):
+        head = tree.heads[k]
+        while head:
+            depth[k] += 1
+            head = tree.heads[head - 1]
+    top = min(span, key=lambda k: (depth[k], k))
+    token = doc[2]
+    assert token.tag_ == tree.xpos[top] and token.dep_ == tree.relations[top]
+    ours = {0: 0, 1: 1, 2: 2, 3: 2, 4: 2, 5: 3, 6: 4, 7: 4}  # word -> token
+    head = tree.heads[top]
+    assert token.head.i == (token.i if head == 0 else ours[head - 1])
+    # spaCy cuts "e-mail" in three: the first two hang on "mail", which is the word.
+    spacy_doc = accurate_nlp(line)
+    assert [t.text for t in spacy_doc][6:9] == ["e", "-", "mail"]
+    assert [(t.head.i, t.dep_) for t in spacy_doc[6:8]] == [(8, "subtok"), (8, "subtok")]
+    mail, head = spacy_doc[8], tree.heads[6]
+    assert mail.dep_ == tree.relations[6] and mail.tag_ == tree.xpos[6]
+    token_of_word = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 8, 7: 9}
+    assert mail.head.i == (mail.i if head == 0 else token_of_word[head - 1])

@@ -1,12 +1,16 @@
 """A parsed sentence carried onto another tokenization's tokens, and the constituents it
 leaves there.
 
-The parser reads a sentence's text as ``treeattn parse`` reads a line (Penn Treebank words,
-``tokenize_with_offsets``, each word keeping its place in the text); a pipeline's tokens
-(spaCy's, say) cut the same text their own way. Tokens and words meet by characters: a
-token and a word whose characters overlap belong together, and tokens and words that
-overlap in a chain form one *group*. Most groups are one token and one word. The rules
-for the rest:
+The parser reads a sentence's text as ``treeattn parse`` reads a line (``tokenize_with_offsets``,
+each word keeping its place in the text): its tree over the Penn Treebank's words, as
+``treeattn parse`` writes brackets, and its dependencies over the words that ``treeattn
+parse --format conllu`` writes (UD English EWT's cut for a parser of Universal
+Dependencies, where ``do n't``, ``e-mail`` and ``1969 - 1970`` are words; else the same
+Penn Treebank words). A pipeline's tokens (spaCy's, say) cut the same text their own way.
+Tokens and words meet by characters: a token and a word whose characters overlap belong
+together, and tokens and words that overlap in a chain form one *group* (the tree's words
+and the dependencies' words each form their own groups). Most groups are one token and
+one word. The rules for the rest:
 
 - a token the parser splits (a whitespace tokenizer's ``can't``, which the parser reads as
   ``ca n't``): the token is one leaf; its tag and dependency are those of the group's word
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from treeattn.trees import Tree
@@ -55,7 +59,9 @@ class Projection:
 
     ``starts``, ``ends``, ``labels`` and ``nodes`` list the constituents as the module says;
     ``tags``, ``heads`` (doc token indices; a root is its own head) and ``deps`` hold one
-    value per token of the sentence."""
+    value per token of the sentence; ``tree_tags`` the tags of the tree's words carried
+    onto the tokens, which bracket strings show (None: ``tags``, the dependencies' words
+    being the tree's)."""
 
     start: int
     end: int
@@ -66,6 +72,18 @@ class Projection:
     tags: list[str]
     heads: list[int]
     deps: list[str]
+    tree_tags: list[str] | None = None
+
+    def with_dependencies(self, other: Projection) -> Projection:
+        """These constituents with ``other``'s tags, heads and relations (a projection of
+        the same tokens from other words); these tags stay the brackets'."""
+        return replace(
+            self,
+            tags=other.tags,
+            heads=other.heads,
+            deps=other.deps,
+            tree_tags=self.tree_tags or self.tags,
+        )
 
     def record(self, tree: Tree | None) -> Record:
         """What a doc keeps of the sentence (``Record``)."""
@@ -78,7 +96,7 @@ class Projection:
             "ends": self.ends,
             "labels": self.labels,
             "nodes": self.nodes,
-            "tags": self.tags,
+            "tags": self.tree_tags or self.tags,
         }
 
 
@@ -178,13 +196,15 @@ def project(
     token_spans: Sequence[tuple[int, int]],
     first: int,
     words: Sequence[Token],
-    tree: Tree,
+    tree: Tree | None,
     dependencies: DependencyTree,
 ) -> Projection:
     """Carry ``tree`` and ``dependencies`` (over ``words``, placed in the same text as the
     tokens) onto the tokens of a sentence: ``token_spans`` their character spans, in
     order, ``first`` the doc index of the first. The module's rules. The tree is as the
-    parser gives it: every word under a tag, a phrase at the top."""
+    parser gives it: every word under a tag, a phrase at the top (None: the dependencies
+    alone, for ``Projection.with_dependencies``; the sentence and its tokens are then
+    the only constituents)."""
     if dependencies.n != len(words):
         raise ValueError(f"dependencies of {dependencies.n} words for {len(words)} words")
     count, n = len(token_spans), len(words)
@@ -204,7 +224,7 @@ def project(
     # Constituents, keyed (start, -end) so that sorting the keys gives pre-order.
     entries: dict[tuple[int, int], tuple[list[str], int]] = {}
     leaf_node: dict[int, int] = {}  # token -> its word's pre-terminal (one token, one word)
-    for index, (label, i, j, preterminal) in enumerate(_nodes(tree)):
+    for index, (label, i, j, preterminal) in enumerate(_nodes(tree) if tree else []):
         if preterminal:
             if alone[i] >= 0:
                 leaf_node[alone[i]] = index

@@ -13,9 +13,13 @@ The component is registered under that name when this module is imported and, th
 ``spacy_factories`` entry point, for spaCy itself to find without it. Each sentence of a
 doc (the doc's own sentences when a component before set them, else cut by the parser's
 sentence rule, ``treeattn.trees.tokenize.sentence_spans``) is read as ``treeattn parse``
-reads a line for its brackets (the Penn Treebank's cut into words), and its tree is carried
-onto the doc's tokens by characters (``treeattn.integrations.projection`` states the rules
-for tokens the parser splits or joins and for white space). Its config:
+reads a line: its tree as for brackets (the Penn Treebank's cut into words), its
+dependencies and tags as for ``--format conllu`` (for a parser of Universal Dependencies,
+``accurate``, the text cut as UD English EWT cuts it, ``tokenize(text, scheme="ud")``; a
+sentence whose two cuts give other words is parsed in each). Both are carried onto the
+doc's tokens by characters (``treeattn.integrations.projection`` states the rules for
+tokens the parser splits or joins and for white space): where spaCy's tokens are the
+command line's words, the heads, relations and tags are the command line's. Its config:
 
 - ``model``: ``accurate`` (default), ``fast``, ``accurate-ptb`` or a parser file;
   ``int8``: linear layers in int8 (CPU), as ``Parser.load(int8=True)``;
@@ -61,8 +65,8 @@ from spacy.tokens import Doc, Span, Token
 from treeattn.integrations import projection
 from treeattn.integrations.projection import Record
 from treeattn.trees import Tree
+from treeattn.trees.tokenize import PTB, escape, sentence_spans, tokenize_with_offsets
 from treeattn.trees.tokenize import Token as Word
-from treeattn.trees.tokenize import sentence_spans, tokenize_with_offsets
 
 NAME = "treeattn_parser"
 # The parser's own default (``treeattn.parsing.parser.DEFAULT_MODEL``), named here because
@@ -85,14 +89,16 @@ DEFAULT_CONFIG = {
 
 class Sentence(NamedTuple):
     """A sentence of a doc: its tokens ``start`` .. ``end - 1``, the place of its text in
-    the doc's (``offset``), its words (placed in its text; none for white space alone) and
-    why it is left unparsed ("" when it is not)."""
+    the doc's (``offset``), its words for the tree (placed in its text; none for white
+    space alone), why it is left unparsed ("" when it is not) and its words for the
+    dependencies where they are others (UD's cut; None: ``words``)."""
 
     start: int
     end: int
     offset: int
     words: list[Word]
     unparsed: str = ""
+    dependency_words: list[Word] | None = None
 
 
 class NotAConstituent(ValueError):
@@ -137,6 +143,8 @@ class TreeattnParser:
         self.parser = Parser.load(path, int8=int8)
         if not self.parser.constituency:
             raise ValueError(f"{name}: {model} is a dependency-only parser; it gives no trees")
+        # How ``treeattn parse --format conllu`` cuts the text for its dependencies.
+        self.dependency_scheme = self.parser.token_scheme()
         install_extensions()
 
     # ------------------------------------------------------------ running
@@ -163,7 +171,14 @@ class TreeattnParser:
 
     def _annotate(self, docs: list[tuple[Doc, list[Sentence]]]) -> None:
         """Parse every sentence of ``docs`` in one call and write the results on them."""
-        todo = [s.words for _, plan in docs for s in plan if s.words and not s.unparsed]
+        todo = [
+            words
+            for _, plan in docs
+            for s in plan
+            if s.words and not s.unparsed
+            for words in (s.words, s.dependency_words)
+            if words is not None
+        ]
         parsed = iter(self.parser.parse([[w.word for w in words] for words in todo]))
         for doc, plan in docs:
             places = doc.to_array([IDX, LENGTH]).tolist()
@@ -182,6 +197,11 @@ class TreeattnParser:
                     projected = projection.project(
                         spans, s.start, s.words, tree, parse.dependencies
                     )
+                    if s.dependency_words is not None:
+                        other = projection.project(
+                            spans, s.start, s.dependency_words, None, next(parsed).dependencies
+                        )
+                        projected = projected.with_dependencies(other)
                 records.append(projected.record(tree))
                 projections.append(projected)
             starts = [r["start"] for r in records]
@@ -197,6 +217,11 @@ class TreeattnParser:
             span = doc[start:end]
             text = whole[span.start_char : span.end_char]
             words = tokenize_with_offsets(text)
+            others = None
+            if self.dependency_scheme != PTB:
+                others = tokenize_with_offsets(text, self.dependency_scheme)
+                if escape([w.word for w in others]) == [w.word for w in words]:
+                    others = None  # one parse gives both
             if len(words) > self.parser.max_length:
                 text = text if len(text) <= 60 else text[:57] + "..."
                 problem = (
@@ -210,7 +235,9 @@ class TreeattnParser:
                 reason = f"{len(words)} words, over the parser's limit"
                 out.append(Sentence(start, end, span.start_char, words, reason))
                 continue
-            out.append(Sentence(start, end, span.start_char, words))
+            if others is not None and len(others) > self.parser.max_length:
+                others = None  # the tree's words fit: the dependencies are theirs
+            out.append(Sentence(start, end, span.start_char, words, "", others))
         return out
 
     def _write(
