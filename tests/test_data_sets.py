@@ -12,6 +12,7 @@ import torch
 
 from tests.helpers import train
 from tests.test_engine import tiny_config
+from treeattn.data.sst import load_sst
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.tasks import config_from_dict, load_config
 from treeattn.tasks.datasets import (
@@ -152,3 +153,21 @@ def test_a_checkpoint_with_the_shared_data_section_evaluates_as_before(tmp_path)
     old = load_trained(run / "old.pt")
     assert dataclasses.asdict(old.cfg.data) == json.loads(state["config"])["data"]
     assert old.evaluate("test") == expected
+
+
+def _phrases(name: str, split: str):
+    """SST-5 or SST-2's ``split`` read with every phrase's label."""
+    settings = load_config(None, [f"data.name={name}", "data.phrase_level=true"]).data
+    return open_dataset(settings).load_split(split)
+
+
+def test_phrase_level_training_uses_every_labeled_node(shared_data):
+    trees = load_sst("train", root=shared_data, fine_grained=True)
+    nodes = [label for ex in trees for _, _, label in ex.phrase_labels]
+    assert len(_phrases("sst5", "train")) == len(nodes) == 318_582
+    sst2 = _phrases("sst2", "train")
+    # Polar nodes of every training tree, neutral-rooted sentences included.
+    assert len(sst2) == sum(label != 2 for label in nodes) == 98_794
+    assert {ex.label for ex in sst2} == {0, 1}
+    # Dev and test stay whole sentences.
+    assert len(_phrases("sst2", "dev")) == 872
