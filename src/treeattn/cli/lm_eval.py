@@ -10,13 +10,26 @@ from treeattn.cli.io import write_output
 from treeattn.cli.status import OK
 
 # Written out so that --help need not import torch; a test holds them to the code's.
-AGREEMENT_SETS = ("linzen", "gulordava")
 PLL_VARIANTS = ("token", "word-l2r")
-BENCHMARKS = ("blimp", "syntaxgym", "agreement")
 PACKAGED_LMS = ("smollm2-135m",)
 
 
+def _option(name: str) -> str:
+    """The attribute of the parsed arguments that holds suite ``name``'s ``--name``."""
+    return f"suite_{name}"
+
+
 def add_lm_eval(sub: argparse._SubParsersAction) -> None:
+    # The suites' registry needs no torch: each registered suite is a --NAME option.
+    from treeattn.evaluation.suites import suites
+
+    found = suites()
+    defaults = [suite.name for suite in found if suite.default is not None]
+    alone = "".join(
+        f"; {s.name} alone: --only {s.name} --{s.name} {s.option.metavar}"
+        for s in found
+        if s.default is None
+    )
     p = sub.add_parser(
         "lm-eval",
         help="score a language model on BLiMP, SyntaxGym and subject-verb agreement",
@@ -47,39 +60,20 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=(*BENCHMARKS, "perplexity"),
-        default=list(BENCHMARKS),
+        choices=[suite.name for suite in found],
+        default=defaults,
         metavar="BENCHMARK",
-        help=f"run only these of {', '.join(BENCHMARKS)} (default: all); perplexity alone: "
-        "--only perplexity --perplexity FILE",
+        help=f"run only these of {', '.join(defaults)} (default: all){alone}",
     )
-    p.add_argument(
-        "--blimp",
-        nargs="+",
-        metavar="PATH",
-        help="BLiMP-format .jsonl files (sentence_good, sentence_bad per line) or folders of "
-        "them (default: $TREEATTN_DATA/blimp)",
-    )
-    p.add_argument(
-        "--syntaxgym",
-        nargs="+",
-        metavar="PATH",
-        help="SyntaxGym suite .json files or folders of them (default: $TREEATTN_DATA/syntaxgym)",
-    )
-    p.add_argument(
-        "--agreement",
-        nargs="+",
-        choices=AGREEMENT_SETS,
-        metavar="SET",
-        help=f"agreement sets: {', '.join(AGREEMENT_SETS)} (default: both, from "
-        "$TREEATTN_DATA/sva)",
-    )
-    p.add_argument(
-        "--perplexity",
-        metavar="FILE",
-        help="also the perplexity (per word and per piece) of a text file, one sentence a "
-        "line (a masked model's pseudo-perplexity)",
-    )
+    for suite in found:
+        p.add_argument(
+            f"--{suite.name}",
+            nargs="+" if suite.option.many else None,
+            choices=suite.option.choices,
+            metavar=suite.option.metavar,
+            dest=_option(suite.name),
+            help=suite.option.help,
+        )
     p.add_argument(
         "--limit",
         type=positive,
@@ -118,27 +112,31 @@ def _lm_eval(args: argparse.Namespace) -> int:
     import torch
 
     from treeattn.evaluation import evaluate_language_model
-    from treeattn.evaluation.run import SHARED
+    from treeattn.evaluation.suites import suites
     from treeattn.models.weights import WeightsError
 
     if args.threads:
         torch.set_num_threads(args.threads)
     only = set(args.only)
-    if "perplexity" in only and args.perplexity is None:
-        raise ValueError("--only perplexity needs --perplexity FILE")
+    sources = {}
+    for suite in suites():
+        given = getattr(args, _option(suite.name), None)
+        if suite.default is None:  # a suite with no default source runs when given one
+            if suite.name in only and given is None:
+                raise ValueError(f"--only {suite.name} needs --{suite.name} {suite.option.metavar}")
+            sources[suite.name] = given
+        else:
+            sources[suite.name] = (given or suite.default) if suite.name in only else None
     try:
         result = evaluate_language_model(
             args.model,
-            blimp=(args.blimp or SHARED) if "blimp" in only else None,
-            syntaxgym=(args.syntaxgym or SHARED) if "syntaxgym" in only else None,
-            agreement=(args.agreement or AGREEMENT_SETS) if "agreement" in only else None,
-            perplexity=args.perplexity,
             limit=args.limit,
             kind=args.kind,
             pll=args.pll,
             batch_tokens=args.batch_tokens,
             device=args.device,
             progress=True,
+            **sources,
         )
     except WeightsError as error:  # a package missing, or a file not the pinned one
         raise ValueError(str(error)) from None

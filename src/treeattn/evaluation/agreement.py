@@ -24,12 +24,16 @@ import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from treeattn.data.paths import require_data
 from treeattn.errors import FormatError
 from treeattn.evaluation.blimp import accuracy_by
-from treeattn.evaluation.scoring import CAUSAL, Progress, Scorer
+from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage, register_suite, table
 from treeattn.utf8 import read_utf8, text_lines
+
+if TYPE_CHECKING:
+    from treeattn.evaluation.scoring import Progress, Scorer
 
 LINZEN, GULORDAVA = "linzen", "gulordava"
 AGREEMENT_SETS = (LINZEN, GULORDAVA)
@@ -186,6 +190,8 @@ def score_agreement(
     progress: Progress | None = None,
 ) -> AgreementResult:
     """Both forms of every item scored in one call."""
+    from treeattn.evaluation.scoring import CAUSAL  # here: reading sets needs no torch
+
     whole = scorer.kind != CAUSAL
     texts, spans = [], []
     for item in items:
@@ -196,3 +202,54 @@ def score_agreement(
     scores = scorer.score(texts, progress)
     values = [s.span_log_prob(*span) for s, span in zip(scores, spans, strict=True)]
     return AgreementResult(name, list(items), values[0::2], values[1::2])
+
+
+class AgreementSuite(EvaluationSuite):
+    """The agreement sets named (default: both), from the shared data's ``sva/``; each set
+    is timed, scored and shown apart (``agreement_linzen``, ``agreement_gulordava``)."""
+
+    name, title = "agreement", "agreement"
+    description = "agreement: the right verb form more probable than the wrong, by attractors"
+    shared, default = "sva", AGREEMENT_SETS
+    option = SourceOption(
+        "SET",
+        f"agreement sets: {', '.join(AGREEMENT_SETS)} (default: both, from $TREEATTN_DATA/sva)",
+        choices=AGREEMENT_SETS,
+    )
+
+    def read(self, source: Any, limit: int | None) -> dict[str, list[AgreementItem]]:
+        folder = require_data(self.shared)
+        names = [source] if isinstance(source, str) else source
+        return {name: read_agreement(name, folder)[:limit] for name in names}
+
+    def score(
+        self, scorer: Scorer, items: dict[str, list[AgreementItem]], stage: Stage
+    ) -> dict[str, AgreementResult]:
+        found = {}
+        for name, these in items.items():
+            with stage(f"{self.title} {name}", f"{self.name}_{name}") as progress:
+                found[name] = score_agreement(scorer, name, these, progress)
+        return found
+
+    def headline(self, result: dict[str, AgreementResult]) -> dict[str, float]:
+        return {f"{self.name}_{name}": found.overall for name, found in result.items()}
+
+    def to_dict(
+        self, result: dict[str, AgreementResult], seconds: dict[str, float]
+    ) -> dict[str, Any]:
+        return {name: found.to_dict() for name, found in result.items()}
+
+    def format(self, result: dict[str, AgreementResult], kind: str) -> list[str]:
+        lines = []
+        for name, found in result.items():
+            rows = [("overall", found.overall, len(found.items))]
+            rows += [
+                (f"  {k} attractor{'s' * (k != '1')}", v["accuracy"], v["count"])
+                for k, v in found.by_attractors().items()
+            ]
+            rows += [(f"  {k}", v["accuracy"], v["count"]) for k, v in found.by_kind().items()]
+            lines += table(f"agreement: {name}", rows, "accuracy")
+        return lines
+
+
+register_suite(AgreementSuite())

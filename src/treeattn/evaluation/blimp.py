@@ -12,11 +12,22 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treeattn.errors import FormatError
-from treeattn.evaluation.scoring import Progress, Scorer
+from treeattn.evaluation.suites import (
+    SHARED,
+    EvaluationSuite,
+    SourceOption,
+    Stage,
+    register_suite,
+    source_paths,
+    table,
+)
 from treeattn.utf8 import read_utf8, text_lines
+
+if TYPE_CHECKING:
+    from treeattn.evaluation.scoring import Progress, Scorer
 
 REQUIRED = ("sentence_good", "sentence_bad")
 UNKNOWN = "unknown"  # the phenomenon or field of a file that names none
@@ -148,3 +159,48 @@ def score_blimp(
     return BlimpResult(
         list(pairs), [s.total for s in scores[0::2]], [s.total for s in scores[1::2]]
     )
+
+
+class BlimpSuite(EvaluationSuite):
+    """BLiMP minimal pairs: files or folders of ``.jsonl`` files (default: ``blimp/``)."""
+
+    name, title = "blimp", "BLiMP"
+    description = "minimal pairs: how often the acceptable sentence is the more probable"
+    shared, default = "blimp", SHARED
+    option = SourceOption(
+        "PATH",
+        "BLiMP-format .jsonl files (sentence_good, sentence_bad per line) or folders of "
+        "them (default: $TREEATTN_DATA/blimp)",
+    )
+
+    def read(self, source: Any, limit: int | None) -> list[MinimalPair]:
+        paths = source_paths(source, self.shared)
+        return [p for path in paths for f in blimp_files(path) for p in read_pairs(f)[:limit]]
+
+    def score(self, scorer: Scorer, items: list[MinimalPair], stage: Stage) -> BlimpResult:
+        with stage() as progress:
+            return score_blimp(scorer, items, progress)
+
+    def to_dict(self, result: BlimpResult, seconds: dict[str, float]) -> dict[str, Any]:
+        out = result.to_dict()
+        out["pairs_per_second"] = len(result.pairs) / max(seconds[self.name], 1e-9)
+        return out
+
+    def format(self, result: BlimpResult, kind: str) -> list[str]:
+        # A user's own files may name no field or phenomenon: a table of "unknown" alone
+        # says nothing, so each is shown only where some pair names one.
+        fields, phenomena = result.by("field"), result.by("phenomenon")
+        rows = [("overall", result.overall, len(result.pairs))]
+        if set(fields) != {UNKNOWN}:
+            rows += [(f"  {k}", v["accuracy"], v["count"]) for k, v in fields.items()]
+        lines = table("BLiMP by field" if set(fields) != {UNKNOWN} else "BLiMP", rows, "accuracy")
+        if result.ties:
+            lines[-1:-1] = [f"{result.ties} pairs scored the same (ties count as wrong)"]
+        if set(phenomena) != {UNKNOWN}:
+            rows = [(k, v["accuracy"], v["count"]) for k, v in phenomena.items()]
+            lines += table("BLiMP by phenomenon", rows, "accuracy")
+        rows = [(k, v["accuracy"], v["count"]) for k, v in result.by("paradigm").items()]
+        return lines + table("BLiMP by paradigm (file)", rows, "accuracy")
+
+
+register_suite(BlimpSuite())

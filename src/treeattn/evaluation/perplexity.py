@@ -13,10 +13,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treeattn.errors import FormatError
-from treeattn.evaluation.scoring import Progress, Scorer
+from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage, register_suite
+
+if TYPE_CHECKING:
+    from treeattn.evaluation.scoring import Progress, Scorer
 
 
 @dataclass(frozen=True)
@@ -70,3 +73,41 @@ def score_perplexity(
         sum(len(s.log_probs) for s in scores),
         math.fsum(s.total for s in scores),
     )
+
+
+class PerplexitySuite(EvaluationSuite):
+    """Perplexity of a text file of the user's own (no default: it runs when given one)."""
+
+    name, title = "perplexity", "perplexity"
+    description = "perplexity per word and per piece of a text of your own"
+    option = SourceOption(
+        "FILE",
+        "also the perplexity (per word and per piece) of a text file, one sentence a "
+        "line (a masked model's pseudo-perplexity)",
+        many=False,
+    )
+
+    def read(self, source: Any, limit: int | None) -> tuple[str, list[str]]:
+        return str(source), read_text_lines(source)[:limit]
+
+    def score(self, scorer: Scorer, items: tuple[str, list[str]], stage: Stage) -> PerplexityResult:
+        source, texts = items
+        with stage() as progress:
+            return score_perplexity(scorer, texts, source, progress)
+
+    def headline(self, result: PerplexityResult) -> dict[str, float]:
+        return {f"{self.name}_per_word": result.per_word}
+
+    def format(self, result: PerplexityResult, kind: str) -> list[str]:
+        from treeattn.evaluation.scoring import CAUSAL  # here: reading texts needs no torch
+
+        pseudo = "pseudo-" if kind != CAUSAL else ""
+        return [
+            f"{pseudo}perplexity of {result.source} ({result.lines:,} lines)",
+            f"  per word   {result.per_word:10.2f}  over {result.words:,} words",
+            f"  per piece  {result.per_piece:10.2f}  over {result.pieces:,} pieces",
+            "",
+        ]
+
+
+register_suite(PerplexitySuite())

@@ -26,15 +26,26 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treeattn.errors import FormatError
 from treeattn.evaluation.blimp import files_of
 from treeattn.evaluation.formulas import Formula, parse_formula
-from treeattn.evaluation.scoring import LN2, Progress, Scorer
+from treeattn.evaluation.suites import (
+    SHARED,
+    EvaluationSuite,
+    SourceOption,
+    Stage,
+    register_suite,
+    source_paths,
+    table,
+)
 from treeattn.utf8 import read_utf8
+
+if TYPE_CHECKING:
+    from treeattn.evaluation.scoring import Progress, Scorer
 
 OTHER = "other"
 CIRCUITS = {
@@ -243,6 +254,8 @@ class SyntaxGymResult:
 
 def region_surprisals(scores, condition: Condition) -> dict[int, float]:
     """Bits per region of one condition's sentence, from its ``TextScores``."""
+    from treeattn.evaluation.scoring import LN2  # here: reading suites needs no torch
+
     return {
         number: 0.0 if start == end else -scores.span_log_prob(start, end) / LN2
         for number, (start, end) in condition.spans.items()
@@ -270,3 +283,36 @@ def score_suites(
             all_held.append([f.holds(surprisals) for f in suite.predictions])
         results.append(SuiteResult(suite, all_surprisals, all_held))
     return SyntaxGymResult(results)
+
+
+class SyntaxGymSuite(EvaluationSuite):
+    """SyntaxGym test suites: suite files or folders of them (default: ``syntaxgym/``)."""
+
+    name, title = "syntaxgym", "SyntaxGym"
+    description = "surprisal suites: items whose predictions on region surprisals all hold"
+    shared, default = "syntaxgym", SHARED
+    option = SourceOption(
+        "PATH",
+        "SyntaxGym suite .json files or folders of them (default: $TREEATTN_DATA/syntaxgym)",
+    )
+
+    def read(self, source: Any, limit: int | None) -> list[Suite]:
+        paths = source_paths(source, self.shared)
+        found = [read_suite(f) for path in paths for f in suite_files(path)]
+        if limit is not None:
+            found = [replace(s, items=s.items[:limit]) for s in found]
+        return found
+
+    def score(self, scorer: Scorer, items: list[Suite], stage: Stage) -> SyntaxGymResult:
+        with stage() as progress:
+            return score_suites(scorer, items, progress)
+
+    def format(self, result: SyntaxGymResult, kind: str) -> list[str]:
+        rows = [("overall (mean of suites)", result.overall, len(result.suites))]
+        rows += [(f"  {k}", v["score"], v["suites"]) for k, v in result.by_circuit().items()]
+        lines = table("SyntaxGym by circuit", rows, "score")
+        rows = [(s.suite.name, s.score, len(s.held)) for s in result.suites]
+        return lines + table("SyntaxGym by suite", rows, "score")
+
+
+register_suite(SyntaxGymSuite())
