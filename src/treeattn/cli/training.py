@@ -216,7 +216,7 @@ def add_mechanisms(sub: argparse._SubParsersAction) -> None:
         description="Every value model.attention takes, as registered (what each reads "
         "of a sentence besides its tokens, what it gives back, its attention_options with "
         "their defaults), every value model.tree_loss takes (with its tree_loss_options), "
-        "and every task with its data sets and splits.",
+        "every task with its data sets and splits, and every suite lm-eval scores.",
     )
     p.set_defaults(run=_mechanisms)
 
@@ -225,6 +225,7 @@ def _mechanisms(args: argparse.Namespace) -> int:
     from dataclasses import MISSING, fields
 
     from treeattn.attention.registry import loss_names, mechanism_capabilities
+    from treeattn.evaluation.suites import suites
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import load_config, make_task, task_class, task_names
 
@@ -274,4 +275,12 @@ def _mechanisms(args: argparse.Namespace) -> int:
             task.cfg.data, "name", "-"
         )
         print(f"  {name:<14} {datasets}; {', '.join(task.splits)}")
+    print("\nlm-eval suite (--only NAME, --NAME SOURCE): its default source; what it measures")
+    for suite in suites():
+        default = (
+            f"$TREEATTN_DATA/{suite.shared}/"
+            if suite.shared
+            else f"none (--{suite.name} {suite.option.metavar})"
+        )
+        print(f"  {suite.name:<14} {default}; {suite.description}")
     return OK
