@@ -190,7 +190,7 @@ class PretrainedPTB:
     def layer_table(self) -> str:
         """Sentence F1 by layer: on the choice split, then on the reported one."""
         head = f"sentence F1 by layer ({CHOICE_SPLIT} / {self.split})"
-        width = 14
+        width = max(14, *(len(m.method.label) + 2 for m in self.methods))
         lines = [
             head,
             f"{'layer':<6}" + "".join(f"{m.method.label:>{width}}" for m in self.methods),

@@ -144,11 +144,13 @@ class InductionScores:
         for table in self.tables:
             first = next(iter(table.by_variant.values()))
             lines.append(f"{self.where}, {table.title} ({first['sentences']} scored): unlabeled F1")
-            lines.append(f"{'trees':<16} {'sentence F1':>11} {'corpus F1':>10}")
             rows = [(f"model, {v}", score["f1"]["model"]) for v, score in table.by_variant.items()]
             rows += [(m, f1) for m, f1 in first["f1"].items() if m != "model"]
+            width = max(16, *(len(name) for name, _ in rows))
+            lines.append(f"{'trees':<{width}} {'sentence F1':>11} {'corpus F1':>10}")
             lines += [
-                f"{name:<16} {f1.sentence_f1:>11.1f} {f1.corpus_f1:>10.1f}" for name, f1 in rows
+                f"{name:<{width}} {f1.sentence_f1:>11.1f} {f1.corpus_f1:>10.1f}"
+                for name, f1 in rows
             ]
             for v, score in table.by_variant.items():
                 recall = "  ".join(
