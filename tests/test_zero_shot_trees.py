@@ -24,6 +24,10 @@ from treeattn.analysis.zero_shot_trees import (
 )
 from treeattn.cli import main
 from treeattn.data.paths import data_dir
+from treeattn.models.backbone import Backbone
+from treeattn.models.pieces import PieceSplitter
+from treeattn.models.transformers_encoder import TransformersEncoder
+from treeattn.models.weights import read_directory
 from treeattn.trees import Tree
 
 pytest.importorskip("tokenizers")
@@ -192,6 +196,30 @@ def test_distances_of_a_padded_batch_are_each_sentences_own(masked_model):
     assert together["hidden"][0].shape == (masked_model.n_layers + 1, 5)
     assert together["attention"][0].shape == (masked_model.n_layers, 5)
     assert together["perturbed"][2].shape == (masked_model.n_layers, 0)
+
+
+def test_a_transformers_model_gives_the_same_distances(masked_dir, masked_model):
+    # The same BERT weights run by transformers (any family's path: hidden states and
+    # eager attention from the model's own outputs) give what this package's BERT gives.
+    pytest.importorskip("transformers")
+    files = read_directory(masked_dir)
+    backbone = Backbone(
+        TransformersEncoder.from_files(files),
+        PieceSplitter.from_files(files),
+        pooling="mean",
+        tune="none",
+    )
+    other = ZeroShotModel(backbone, "transformers")
+    sentences = [["Unbelievably", ",", "the", "cat", "sat", "."], ["the", "mat"]]
+    kept = [[0, 2, 3, 4], [0, 1]]
+    methods = ["hidden", "attention", "perturbed"]
+    ours = masked_model.distances(sentences, kept, methods, "cosine", "hellinger")
+    theirs = other.distances(sentences, kept, methods, "cosine", "hellinger")
+    for method in methods:
+        for mine, its in zip(ours[method], theirs[method], strict=True):
+            torch.testing.assert_close(
+                torch.from_numpy(its), torch.from_numpy(mine), atol=1e-4, rtol=1e-4
+            )
 
 
 # ---------------------------------------------------------------------------- the command

@@ -160,12 +160,15 @@ class ZeroShotModel:
     def load(cls, source: str | os.PathLike[str], max_tokens: int = 4096) -> ZeroShotModel:
         """``source`` as ``load_backbone`` takes it: ``minilm``, ``smollm2-135m`` or a
         local ``transformers`` folder; nothing is fetched."""
-        backbone = load_backbone(source, pooling="mean", tune="none").eval()
-        encoder = backbone.encoder
+        backbone = load_backbone(source, pooling="mean", tune="none")
+        return cls(backbone, str(source), max_tokens)
+
+    def __post_init__(self) -> None:
+        self.backbone.eval()
+        encoder = self.backbone.encoder
         if isinstance(encoder, TransformersEncoder):
             # Only the eager implementation returns attention probabilities.
             encoder.model.set_attn_implementation("eager")
-        return cls(backbone, str(source), max_tokens)
 
     @property
     def n_layers(self) -> int:
