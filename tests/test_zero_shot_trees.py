@@ -278,3 +278,10 @@ def test_induce_scores_every_layer_on_the_ptb_sample(masked_dir, tmp_path, capsy
     assert found["baselines"]["right-branching"]["sentence_f1"] == pytest.approx(40.2, abs=0.05)
     lines = trees.read_text().splitlines()
     assert len(lines) == 413 and "," not in Tree.parse(lines[0]).leaves()
+
+
+def test_the_command_offers_the_distances_there_are():
+    from treeattn.analysis import zero_shot_names, zero_shot_trees
+
+    assert tuple(zero_shot_trees.HIDDEN_DISTANCES) == zero_shot_names.HIDDEN_DISTANCE_NAMES
+    assert tuple(zero_shot_trees.ATTENTION_DISTANCES) == zero_shot_names.ATTENTION_DISTANCE_NAMES

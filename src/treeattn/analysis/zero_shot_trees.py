@@ -39,14 +39,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from treeattn.analysis.zero_shot_names import METHODS
 from treeattn.data.batching import bucket_batches
 from treeattn.models.backbone import Backbone, load_backbone
 from treeattn.models.pieces import PieceBatch
 from treeattn.models.transformers_encoder import TransformersEncoder
 from treeattn.trees import Tree
 from treeattn.trees.distance import tree_from_distances
-
-METHODS = ("hidden", "attention", "perturbed")
 
 
 # ---------------------------------------------------------------------------- distances

@@ -181,9 +181,9 @@ def add_induce(sub: argparse._SubParsersAction) -> None:
 
 def _pretrained_flags(p: argparse.ArgumentParser) -> None:
     """The options of ``induce`` for a pretrained model."""
-    from treeattn.analysis.zero_shot_trees import (
-        ATTENTION_DISTANCES,
-        HIDDEN_DISTANCES,
+    from treeattn.analysis.zero_shot_names import (
+        ATTENTION_DISTANCE_NAMES,
+        HIDDEN_DISTANCE_NAMES,
         METHODS,
     )
 
@@ -196,13 +196,13 @@ def _pretrained_flags(p: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--hidden-distance",
-        choices=tuple(HIDDEN_DISTANCES),
+        choices=HIDDEN_DISTANCE_NAMES,
         default="l2",
         help="between hidden states (default l2)",
     )
     group.add_argument(
         "--attention-distance",
-        choices=tuple(ATTENTION_DISTANCES),
+        choices=ATTENTION_DISTANCE_NAMES,
         default="js",
         help="between attention rows: Jensen-Shannon or Hellinger (default js)",
     )
