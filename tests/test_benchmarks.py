@@ -33,6 +33,7 @@ ROOT = Path(__file__).parents[1]
         "mccoy_parser_f1",
     ],
 )
+@pytest.mark.slow
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
     needs_data = ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags")
     needs_data += ("parse_speed", "mccoy_parser_f1")
@@ -83,6 +84,7 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         assert ours and all(row["agrees"] for row in ours)
 
 
+@pytest.mark.slow
 def test_the_classify_speed_benchmark_compares_runs_with_the_first(tmp_path):
     from tests.test_engine import TINY
     from treeattn.cli import main
@@ -102,6 +104,7 @@ def test_the_classify_speed_benchmark_compares_runs_with_the_first(tmp_path):
     assert "| vanilla |" in table and " 1.00 |" in table
 
 
+@pytest.mark.slow
 def test_the_precision_benchmark_times_both_on_a_config(tmp_path):
     command = [sys.executable, "-m", "benchmarks.precision", "configs/listops.yaml", "--quick"]
     command += ["--out", str(tmp_path)]

@@ -311,6 +311,7 @@ def test_the_backbone_passes_syntax_as_its_encoder_does(tiny_dir, mechanism, tun
     assert not torch.allclose(ours[-1], plain[-1])  # the syntax changed something
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hierarchical", "tree-lstm"])
 def test_phrase_labels_reach_every_node_of_a_tree_model_on_a_backbone(shared_data, tiny_dir, name):
     cfg = load_config(

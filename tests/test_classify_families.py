@@ -141,6 +141,7 @@ def test_a_pinned_hash_is_checked(folder):
         load_backbone(folder, sha256="0" * 64)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["vanilla", "distance", "constituent"])
 def test_classify_trains_and_predicts_through_the_command_line(
     tmp_path, folder, data, mechanism, capsys

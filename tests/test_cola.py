@@ -74,6 +74,7 @@ def test_dev_is_a_fixed_tenth_carved_from_train(shared_data):
     assert [row.line - 1 for row in dev_rows[:8]] == carved_dev(8551)[:8]
 
 
+@pytest.mark.slow
 def test_the_data_set_reads_words_and_scores_by_matthews_correlation(shared_data):
     task = make_task(load_config(None, ["data.name=cola"]))
     assert task.splits == ("train", "dev", "in_domain", "out_of_domain")
@@ -150,6 +151,7 @@ def test_the_first_of_a_shuffle_is_fixed_and_nested():
         sampling.first_of_shuffle(items, 101, "demo", "x")
 
 
+@pytest.mark.slow
 def test_train_size_gives_every_model_the_same_sentences(shared_data):
     def words(*overrides: str) -> list[list[str]]:
         task = make_task(load_config(None, ["data.name=cola", *overrides]))
@@ -169,6 +171,7 @@ def test_train_size_gives_every_model_the_same_sentences(shared_data):
         words("data.train_size=8000")
 
 
+@pytest.mark.slow
 def test_train_size_on_sst2_keeps_sentences_and_their_phrases(shared_data):
     def read(*overrides: str) -> list:
         return open_dataset(load_config(None, ["data.name=sst2", *overrides]).data).load_split(

@@ -161,6 +161,7 @@ def _phrases(name: str, split: str):
     return open_dataset(settings).load_split(split)
 
 
+@pytest.mark.slow
 def test_phrase_level_training_uses_every_labeled_node(shared_data):
     trees = load_sst("train", root=shared_data, fine_grained=True)
     nodes = [label for ex in trees for _, _, label in ex.phrase_labels]

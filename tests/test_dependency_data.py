@@ -24,6 +24,7 @@ def test_ud_counts(shared_data, split, sentences, words):
     assert all(len(tree.roots) == 1 for tree in trees)
 
 
+@pytest.mark.slow
 def test_ud_dev_round_trip(shared_data, tmp_path):
     path = ud_path("dev", root=shared_data)
     trees = read_conllu(path)

@@ -274,6 +274,7 @@ def test_batches_carry_each_sentence_gap_distances():
         EncodedSet([LabeledSentence(["a"], 0)], vocab, gaps)
 
 
+@pytest.mark.slow
 def test_phrase_level_rows_carry_their_subtrees(shared_data):
     cfg = load_config("configs/sst5-distance.yaml")
     rows = open_dataset(cfg.data).load_split("train")

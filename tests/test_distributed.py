@@ -3,11 +3,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.test_engine import TINY
 
 
+@pytest.mark.slow
 def test_two_cpu_replicas_end_with_equal_weights(tmp_path):
     worker = Path(__file__).with_name("ddp_worker.py")
     env = {

@@ -178,6 +178,7 @@ def test_a_diverging_loss_stops_with_a_clear_error(tmp_path):
         train(tiny_config(tmp_path, "train.lr=1e30", "train.warmup_steps=1"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_the_run_resumes_to_the_same_weights(tmp_path):
     longer = ["data.train_size=600", "train.epochs=3"]
     straight = tmp_path / "straight"

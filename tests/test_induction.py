@@ -45,6 +45,7 @@ def tree_transformer(tmp_path_factory):
     return run, results
 
 
+@pytest.mark.slow
 def test_masked_lm_training_reports_perplexity(tree_transformer):
     run, results = tree_transformer
     assert results["finished"] and (run / "best.pt").exists()
@@ -113,6 +114,7 @@ def test_induce_scores_the_ptb_sample(tree_transformer, tmp_path, capsys):
     assert len(trees) == 413 and "," not in trees[0].leaves()
 
 
+@pytest.mark.slow
 def test_induce_curve_prints_a_row_per_kept_checkpoint(tree_transformer, capsys):
     run, _ = tree_transformer
     kept = sorted(run.glob("step-*.pt"))

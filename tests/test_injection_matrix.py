@@ -94,6 +94,7 @@ def trees(lengths) -> list[Tree]:
     return [right_branching([f"w{i}" for i in range(n)]) for n in lengths]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(INJECTIONS))
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_later_token_never_changes_an_earlier_position(family, name):
@@ -247,6 +248,7 @@ def smollm2():
     return model.model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["distance-hard", "constituent"])
 def test_smollm2_a_later_token_never_changes_an_earlier_position(smollm2, name):
     mechanism, options = INJECTIONS[name]

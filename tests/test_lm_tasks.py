@@ -130,6 +130,7 @@ def test_subwords_read_an_unseen_word_as_pieces_and_trees_split_over_them(tmp_pa
     assert pieces.tokens[1] == task.pieces("(")[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("task", "attention"), [("causal-lm", "vanilla"), ("mlm", "constituent"), ("mlm", "vanilla")]
 )
@@ -178,6 +179,7 @@ def _weights(run) -> dict[str, torch.Tensor]:
     return load_checkpoint(run / "last.pt")["model"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["causal-lm", "mlm"])
 def test_a_tree_loss_at_weight_zero_is_the_plain_step_and_is_logged(tmp_path, shared_data, task):
     quick = ["train.eval_max_tokens=100000"]
@@ -197,6 +199,7 @@ def test_a_tree_loss_at_weight_zero_is_the_plain_step_and_is_logged(tmp_path, sh
     assert logged and all(r["train_tree_loss"] > 0 for r in logged)
 
 
+@pytest.mark.slow
 def test_the_causal_tree_loss_reads_the_words_states_after_the_start_token(tmp_path, shared_data):
     """Each tree's leaves are the pieces after ``<s>``: the task's tree loss is the loss of
     the states with the ``<s>`` state left out, a token a leaf."""

@@ -184,6 +184,7 @@ def test_main_verb_shares(tense):
 # -- the shared files -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_move_main_gives_every_gen_output_and_move_first_another_first_word(question, splits):
     gen = splits["question", "gen"]
     assert len(gen) == 10_000
@@ -215,6 +216,7 @@ def test_test_outputs_are_the_hierarchical_rule_and_both_rules_agree(name, split
     assert all(data.task.rules_agree(e.sentence, data.lexicon) for e in transformed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["question", "tense"])
 def test_gen_trees_are_the_bracket_files(name, splits, request):
     data = request.getfixturevalue(name)
@@ -230,6 +232,7 @@ def test_gen_trees_are_the_bracket_files(name, splits, request):
 # -- generated training sets ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["question", "tense"])
 def test_generated_training_pairs_are_ambiguous_and_mixed_as_the_test_set(name, splits, request):
     data = request.getfixturevalue(name)

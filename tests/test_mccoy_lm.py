@@ -276,6 +276,7 @@ def test_configs_name_what_the_strings_allow():
         load_config(None, ["task=causal-lm", "data.name=mccoy", "data.task=questions"])
 
 
+@pytest.mark.slow
 def test_the_generalization_demo_trains_both_models_and_tables_their_rules(
     small_root, tmp_path, monkeypatch, capsys
 ):

@@ -232,6 +232,7 @@ def test_unary_chains_collapse_and_restore():
     )
 
 
+@pytest.mark.slow
 def test_unary_chains_round_trip_on_every_ptb_sample_tree(shared_data):
     from treeattn.data.ptb import load_ptb_sample
 

@@ -67,6 +67,7 @@ def test_parser_settings_name_a_bad_key():
         ParserConfig.from_dict({"d_kv": 7}, "x")
 
 
+@pytest.mark.slow
 def test_the_parser_package_does_not_read_the_task_layer():
     for module in PARSING.glob("*.py"):
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):

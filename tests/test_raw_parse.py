@@ -119,6 +119,7 @@ def test_missing_and_foreign_model_files_are_clear_errors(tmp_path, capsys):
     assert "absent.txt" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_parse_reads_standard_input(toy_parser):
     command = [sys.executable, "-m", "treeattn.cli", "parse", "--model", str(toy_parser)]
     done = subprocess.run(
@@ -254,6 +255,7 @@ def test_evaluate_reads_parser_files(toy_parser, capsys):
     assert '"f1"' in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_shipped_parser_parses_raw_text_out_of_the_box(tmp_path):
     text = b"The cat sat on the mat.\nDogs bark.\n"
     command = [sys.executable, "-m", "treeattn.cli", "parse"]

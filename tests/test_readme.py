@@ -40,6 +40,7 @@ def test_readme_has_a_python_example():
     assert python_blocks(README), "README has no python example"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("document", [d for d in DOCUMENTS if python_blocks(d)], ids=_name)
 def test_python_examples_run_as_documented(document, tmp_path, monkeypatch):
     """Every python block of the document, in a folder of its own (the training example

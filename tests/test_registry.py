@@ -134,6 +134,7 @@ def test_the_toy_injection_bias_is_the_height_of_the_common_ancestor():
             assert heights[i, j] == (max(between) if between else 0), (i, j)
 
 
+@pytest.mark.slow
 def test_a_new_mechanism_is_injected_into_minilm_and_drawn_by_the_viewer(tmp_path, capsys):
     pytest.importorskip("tokenizers")
     try:

@@ -35,6 +35,7 @@ needs_minilm = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @needs_minilm
 def test_loading_and_parsing_leave_torchs_compiler_unimported():
     # Importing torch._dynamo costs about 1.5 s of every `treeattn parse`; MiniLM's

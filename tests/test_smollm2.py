@@ -55,6 +55,7 @@ def smollm2():
         return load_packaged_lm(NAME)
 
 
+@pytest.mark.slow
 def test_smollm2_loads_offline_from_the_package_as_a_llama(smollm2):
     model, tokenizer = smollm2
     assert type(model).__name__ == "LlamaForCausalLM" and tokenizer.is_fast

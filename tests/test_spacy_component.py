@@ -512,6 +512,7 @@ def installed_entry_point() -> importlib.metadata.EntryPoint | None:
     return next((ep for ep in found if ep.name == NAME), None)
 
 
+@pytest.mark.slow
 def test_the_entry_point_resolves_in_a_fresh_process():
     """spaCy finds the factory through the installed package's metadata: the program
     imports no treeattn. The metadata is written when the package is installed (``make
@@ -537,6 +538,7 @@ def test_the_entry_point_resolves_in_a_fresh_process():
     assert Tree.parse(done.stdout).leaves() == ["Dogs", "bark", "."]
 
 
+@pytest.mark.slow
 def test_the_module_spacy_imports_for_its_entry_point_loads_no_parser():
     """spaCy imports every entry point's module when it makes a pipeline; the parser and
     what it reads load only when the component is made."""

@@ -120,6 +120,7 @@ def test_the_engine_names_no_task_data_set_or_metric():
 # ---------------------------------------------------------------- a task of its own
 
 
+@pytest.mark.slow
 def test_a_toy_task_trains_through_the_engine_and_resumes_after_a_kill(tmp_path):
     settings = ["train.epochs=25", "train.max_tokens=40", "train.lr=0.05", "train.warmup_steps=5"]
     settings += ["train.checkpoint_every=3", "train.log_every=3"]

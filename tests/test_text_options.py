@@ -57,6 +57,7 @@ def test_the_character_rule_agrees_with_the_ptb_tags(shared_data):
     assert len(disagree) == 71
 
 
+@pytest.mark.slow
 def test_each_source_says_what_is_punctuation(shared_data):
     ewt = load_ud("dev", root=shared_data)
     shown = text_corpora("dev", shared_data, ["ewt"], RELEASE_TEXT)

@@ -147,6 +147,7 @@ def test_attention_dropout_reaches_every_attention_and_nothing_else(prefixes, tm
     } == {0.3}
 
 
+@pytest.mark.slow
 def test_a_model_trained_on_twenty_pairs_translates_them_back(prefixes, tmp_path):
     task, pairs, where = fitted(prefixes, tmp_path, "model.d_model=64", "model.d_ff=128")
     pairs = pairs[:20]
@@ -188,6 +189,7 @@ def checkpoint(prefixes, tmp_path_factory):
     return out / "best.pt"
 
 
+@pytest.mark.slow
 def test_translate_keeps_every_line_in_order(checkpoint, tmp_path, capsys):
     lines = ["A dog runs on the beach.", "", "Two men sit on a bench.", "", "A girl."]
     text = tmp_path / "in.txt"
@@ -270,6 +272,7 @@ def test_translate_refuses_an_input_without_a_sentence_as_parse_does(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_translate_keeps_the_trees_of_its_input_only_with_cache(prefixes, tmp_path, capsys):
     run = tmp_path / "run"
     extra = ("model.attention=distance", "data.trees=parser")
@@ -347,6 +350,7 @@ def test_cross_attention_shares_split_between_nodes_and_leaves(checkpoint, tmp_p
     assert float(row[1]) == pytest.approx(float(row[3]), abs=0.1) and float(row[1]) != nodes
 
 
+@pytest.mark.slow
 def test_parser_trees_are_cached_by_the_parsers_hash_and_another_parser_is_refused(
     prefixes, tmp_path
 ):

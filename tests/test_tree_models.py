@@ -31,6 +31,7 @@ FIT_SMALL = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hierarchical", "tree-lstm"])
 def test_tree_models_fit_a_small_training_set(tmp_path, name):
     results = train(tiny_config(tmp_path, f"model.attention={name}", *FIT_SMALL))
@@ -65,6 +66,7 @@ def trees(node_vocab: Vocab) -> InputEncoder:
     return InputEncoder(frozenset({Reads.TREES}), node_vocab)
 
 
+@pytest.mark.slow
 def test_sst_whole_trees_carry_every_phrase_label(shared_data):
     cfg5 = load_config("configs/sst5-hierarchical.yaml").data
     train5 = open_dataset(cfg5).load_split("train", whole_trees=True)
@@ -181,6 +183,7 @@ def test_a_tree_deeper_than_the_embedding_tables_is_an_error(tmp_path):
         train(cfg)
 
 
+@pytest.mark.slow
 def test_attention_command_draws_and_reports_shares(tmp_path, capsys):
     run = tmp_path / "run"
     sets = [

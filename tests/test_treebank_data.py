@@ -48,6 +48,7 @@ def ptb(root: Path, split: str | None = None) -> list[TreebankEntry]:
 # ---------------------------------------------------------------------- SST
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["train", "dev", "test"])
 def test_sst_counts_and_exact_lines(shared_data: Path, split: str) -> None:
     examples = sst(shared_data, split)
@@ -64,6 +65,7 @@ def test_sst_counts_and_exact_lines(shared_data: Path, split: str) -> None:
         assert {label for _, _, label in ex.phrase_labels} <= {0, 1, 2, 3, 4}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["train", "dev", "test"])
 def test_sst2_counts_and_labels(shared_data: Path, split: str) -> None:
     fine = sst(shared_data, split)
@@ -143,6 +145,7 @@ def test_ptb_sample_errors_name_the_file_and_line(tmp_path: Path) -> None:
     assert len(load_ptb_sample(root=tmp_path)) == 3
 
 
+@pytest.mark.slow
 def test_ptb_counts_by_split(shared_data: Path) -> None:
     everything = ptb(shared_data)
     assert len(everything) == 3914

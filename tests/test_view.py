@@ -554,6 +554,7 @@ def test_a_sentence_without_a_tree_is_drawn_with_the_shipped_parsers_tree(runs):
     assert leaves == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 def test_the_page_benchmark_runs_end_to_end(runs, tmp_path):
     """``benchmarks.view_page --quick`` (its timings are never asserted)."""
     root = Path(__file__).parents[1]
@@ -580,6 +581,7 @@ def _spans(tree: dict) -> set[tuple[int, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_a_tree_transformers_page_draws_the_tree_induce_reads_off_its_links(shared_data, tmp_path):
     from treeattn.analysis.induction import induce_trees
 
@@ -599,6 +601,7 @@ def test_a_tree_transformers_page_draws_the_tree_induce_reads_off_its_links(shar
         assert {(s, e) for s, e in _spans(sentence["tree"]) if e - s > 1} == expected
 
 
+@pytest.mark.slow
 def test_a_translation_models_page_holds_its_translations_and_cross_attention(
     shared_data, tmp_path, monkeypatch
 ):

@@ -252,6 +252,7 @@ def test_induce_refuses_perturbed_masking_without_a_mask_token(tmp_path, capsys)
     assert "no mask token: perturbed masking is for masked LMs" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_induce_scores_every_layer_on_the_ptb_sample(masked_dir, tmp_path, capsys):
     root = data_dir()
     if root is None or not (root / "ptb-sample").is_dir():

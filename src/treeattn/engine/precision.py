@@ -3,8 +3,8 @@ auto, decided from the hardware.
 
 bfloat16 autocast pays only where the hardware multiplies bfloat16 natively: a GPU that
 supports it, or a CPU with AVX-512 BF16 or AMX instructions (1.58 times as fast as
-float32 for MiniLM fine-tuning,
-docs/results/classification.md#syntax-inside-a-pretrained-encoder-sst-on-minilm). Elsewhere
+float32 for MiniLM fine-tuning: docs/results/classification.md, the section on a
+pretrained encoder). Elsewhere
 the CPU emulates it and a bfloat16 update takes about twelve times as long as a float32
 one, so ``auto`` picks float32 there.
 """
