@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     seconds = time.perf_counter() - start
     info = machine_info(device)
     table = markdown_table(
-        ["task", "split", "sentences", "count", "unlabeled F1", "exact tree %"], rows
+        ["task", "split", "part", "sentences", "unlabeled F1", "exact tree %"], rows
     )
     parser = args.parser or "accurate"
     markdown = f"McCoy sentences, parser {parser} ({machine_line(info)})\n\n{table}\n"
