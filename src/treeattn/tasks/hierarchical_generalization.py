@@ -28,12 +28,13 @@ import torch
 from torch import nn
 
 from treeattn.data.mccoy import MCCOY_SPLITS, QUESTION, TASKS, Example, McCoyData, training_set
+from treeattn.data.mccoy.files import input_tree
 from treeattn.data.mccoy.generate import MIXES, SHARED_MIX, TRAIN_SIZE
 from treeattn.data.mccoy.scores import generalization_scores, sequence_accuracy
 from treeattn.engine.config import Config
 from treeattn.engine.task import Selection
 from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING
-from treeattn.tasks.datasets.mccoy import MCCOY, input_tree, sentence_trees
+from treeattn.tasks.datasets.mccoy import MCCOY, sentence_trees
 from treeattn.tasks.translate import (
     Pair,
     TranslateModel,

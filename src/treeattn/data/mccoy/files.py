@@ -91,6 +91,12 @@ def unlabeled(tree: Tree) -> Tree:
     return Tree(UNLABELED, [unlabeled(c) if isinstance(c, Tree) else c for c in tree.children])
 
 
+def input_tree(sentence_tree: Tree, task_word: str) -> Tree:
+    """An input's tree: its sentence's, the task word beside it under ``TOP``, as the
+    bracket files write inputs."""
+    return Tree("TOP", [sentence_tree, task_word])
+
+
 @dataclass(frozen=True)
 class Example:
     """One pair: ``source`` the input tokens (the sentence, its ``.``, the task word),
@@ -108,7 +114,7 @@ class Example:
     def source_tree(self) -> Tree:
         """The grammar's tree of the input, the task word beside the sentence under
         ``TOP``, as the bracket files write inputs."""
-        return Tree("TOP", [self.sentence.tree, self.task_word])
+        return input_tree(self.sentence.tree, self.task_word)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from treeattn.data.mccoy import TASKS, TRAIN_SIZE, Example, McCoyData, training_set
+from treeattn.data.mccoy.files import input_tree
 from treeattn.data.mccoy.generate import MIXES, SHARED_MIX
 from treeattn.engine.config import check_positive
 from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, TreeSource
@@ -77,12 +78,6 @@ def sentence_trees(
     distinct = list(dict.fromkeys(tuple(words) for words in sentences))
     made = dict(zip(distinct, source.trees([list(w) for w in distinct], where), strict=True))
     return [made[tuple(words)] for words in sentences]
-
-
-def input_tree(sentence_tree: Tree, task_word: str) -> Tree:
-    """An input's tree: its sentence's, the task word beside it under ``TOP``, as the
-    bracket files write inputs."""
-    return Tree("TOP", [sentence_tree, task_word])
 
 
 def pair_string(data: McCoyData, example: Example, gold: bool = True) -> LabeledSentence:
