@@ -284,7 +284,8 @@ def test_parse_help_explains_every_option(capsys):
 
 
 def test_mechanisms_lists_the_registry(capsys):
-    from treeattn.attention.registry import register_attention
+    from treeattn import plugins
+    from treeattn.attention.registry import Mechanism
     from treeattn.attention.vanilla import VanillaSelfAttention
     from treeattn.models.registry import encoder_names
 
@@ -294,10 +295,8 @@ def test_mechanisms_lists_the_registry(capsys):
         assert re.search(rf"^  {re.escape(name)} ", text, re.M), name
     assert "local_heads=2" in text and "test_2016_flickr" in text
     # Which injections have a causal form, as each declares it.
-    from treeattn.attention.registry import mechanism_capabilities
-
     for name in encoder_names():
-        injection = mechanism_capabilities(name).injection
+        injection = plugins.mechanisms[name].capabilities.injection
         if injection is not None:
             after = text.split(f"\n  {name} ", 1)[1]
             line = re.search(r"inside a pretrained encoder: .*", after).group()
@@ -305,14 +304,13 @@ def test_mechanisms_lists_the_registry(capsys):
     # Every data set a task reads, as the guides and the configs name them.
     assert re.search(r"^  parse +ptb-sample, ud-en-ewt, joint, files;", text, re.M)
     # A mechanism registered later is listed too: the list is the registry's.
-    register_attention("listed-later")(type("Later", (VanillaSelfAttention,), {}))
+    later = type("Later", (VanillaSelfAttention,), {})
+    plugins.mechanisms.register(Mechanism("listed-later", layer=later))
     try:
         assert main(["mechanisms"]) == 0
         assert "  listed-later " in capsys.readouterr().out
     finally:
-        from treeattn.attention.registry import unregister
-
-        unregister("listed-later")
+        plugins.mechanisms.unregister("listed-later")
 
 
 def test_the_show_example_of_the_help_names_a_file_that_exists(capsys, shared_data):

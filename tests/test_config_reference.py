@@ -61,7 +61,8 @@ def code_sections() -> Sections:
     section (per data set where it lists them) and model section, and each registered
     mechanism's options (apart on a pretrained backbone where they differ there), and each
     loss mechanism's options."""
-    from treeattn.attention.registry import loss_names, mechanism_capabilities
+    from treeattn import plugins
+    from treeattn.attention.registry import loss_names
     from treeattn.engine.config import Config, TrainConfig
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import task_class, task_names
@@ -95,7 +96,7 @@ def code_sections() -> Sections:
         if inside != plain:
             sections[("mechanism " + BACKBONE, name)] = inside
     for name in loss_names():
-        options = mechanism_capabilities(name).loss.Options
+        options = plugins.mechanisms[name].capabilities.loss.Options
         sections[("loss", name)] = _keys(options, "model.tree_loss_options.")
     return sections
 
@@ -189,13 +190,13 @@ def test_a_missing_or_invented_key_is_named(sections):
 
 def test_a_mechanism_registered_by_the_tests_is_not_asked_for(sections):
     from tests import toy_mechanism
-    from treeattn.models.registry import unregister_encoder
+    from treeattn import plugins
 
     toy_mechanism.register()
     try:
         assert ("mechanism", toy_mechanism.NAME) in code_sections()
     finally:
-        unregister_encoder(toy_mechanism.NAME)
+        plugins.mechanisms.unregister(toy_mechanism.NAME)
     assert ("mechanism", toy_mechanism.NAME) not in sections
     assert ("mechanism", "distance") in sections
     # On a backbone, distance goes inside its attention (options of its own); structured

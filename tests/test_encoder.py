@@ -3,7 +3,8 @@ import math
 import pytest
 import torch
 
-from treeattn.attention import attention_names, build_attention
+from treeattn import plugins
+from treeattn.attention import build_attention
 from treeattn.models.classifier import SentenceClassifier
 from treeattn.models.encoder import TransformerEncoder, sinusoidal_positions
 from treeattn.models.inputs import EncoderInputs
@@ -48,8 +49,8 @@ def test_padded_batch_equals_items_alone(positions):
 
 
 def test_registry_and_length_errors():
-    assert "vanilla" in attention_names()
-    with pytest.raises(KeyError, match="unknown attention mechanism 'nope'"):
+    assert "vanilla" in plugins.mechanisms.names()
+    with pytest.raises(KeyError, match="unknown mechanism 'nope'; known: vanilla"):
         build_attention("nope", 8, 2, 0.0)
     encoder = TransformerEncoder(10, 8, 2, 1, 16, max_length=4)
     with pytest.raises(ValueError, match="longer than max_length=4"):

@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "treeattn"
 
 LAYERS = (
-    ("errors",),
+    ("errors", "plugins"),
     ("utf8",),
     ("write_aside",),
     ("trees",),

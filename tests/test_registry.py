@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 import torch
@@ -15,17 +15,13 @@ from tests import toy_mechanism
 from tests.helpers import train
 from tests.test_engine import tiny_config
 from tests.test_translate import prefixes, tiny, tree_cache  # noqa: F401  (fixtures)
+from treeattn import plugins
 from treeattn.analysis.view import view_data
 from treeattn.attention.registry import Reads
 from treeattn.cli import main
 from treeattn.demo import format_table
 from treeattn.models.inputs import EncoderInputs, InputEncoder
-from treeattn.models.registry import (
-    encoder_entry,
-    encoder_names,
-    register_encoder,
-    unregister_encoder,
-)
+from treeattn.models.registry import encoder_entry, encoder_names
 from treeattn.tasks import load_config
 from treeattn.tasks.trained import load_trained
 from treeattn.trees import Tree
@@ -38,7 +34,7 @@ def toy():
     every registered mechanism."""
     toy_mechanism.register()
     yield toy_mechanism
-    unregister_encoder(toy_mechanism.NAME)
+    plugins.mechanisms.unregister(toy_mechanism.NAME)
 
 
 def test_each_mechanism_declares_what_it_reads_and_its_options():
@@ -55,8 +51,8 @@ def test_each_mechanism_declares_what_it_reads_and_its_options():
     ]
     hierarchical = {f.name: f.default for f in fields(declared["hierarchical"].options)}
     assert hierarchical["subtree_mask"] is True and "d_model" not in hierarchical
-    with pytest.raises(ValueError, match="already registered"):
-        register_encoder(declared["hierarchical"])
+    with pytest.raises(ValueError, match="a mechanism named 'hierarchical' is already registered"):
+        plugins.mechanisms.register(replace(toy_mechanism.ENTRY, name="hierarchical"))
     with pytest.raises(ValueError, match="'nope' is not known; known: vanilla"):
         encoder_entry("nope")
 

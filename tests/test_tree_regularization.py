@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from tests.tree_regularization_reference import gold_splits, sentence_loss
+from treeattn import plugins
 from treeattn.attention import tree_regularization
-from treeattn.attention.registry import loss_names, mechanism_capabilities
+from treeattn.attention.registry import loss_names
 from treeattn.attention.tree_loss import piece_positions, token_positions
 from treeattn.attention.tree_regularization import (
     NAME,
@@ -215,7 +216,7 @@ def test_bad_options_are_named(options, message):
 def test_it_is_a_registered_loss_and_listed(capsys):
     assert NAME in loss_names()
     assert NAME not in encoder_names()  # not a value of model.attention
-    capabilities = mechanism_capabilities(NAME)
+    capabilities = plugins.mechanisms[NAME].capabilities
     assert capabilities.loss is TreeRegularization and "Nandi" in capabilities.description
     assert main(["mechanisms"]) == 0
     out = capsys.readouterr().out

@@ -12,18 +12,13 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
 from treeattn.attention.registry import Capabilities, Reads
 from treeattn.models.inputs import EncoderInputs
-from treeattn.models.registry import (
-    TOKENS,
-    EncoderConfig,
-    EncoderEntry,
-    options_dataclass,
-    register_encoder,
-)
+from treeattn.models.registry import TOKENS, EncoderConfig, EncoderEntry, options_dataclass
 
 NAME = "ancestor-mean"
 
@@ -120,10 +115,10 @@ def build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> AncestorMe
 
 ENTRY = EncoderEntry(
     NAME,
-    AncestorMeanEncoder,
-    frozenset({Reads.TREES}),
-    options_dataclass(NAME, AncestorMeanEncoder),
-    build,
+    reads=frozenset({Reads.TREES}),
+    module=AncestorMeanEncoder,
+    options=options_dataclass(NAME, AncestorMeanEncoder),
+    build=build,
     output=TOKENS,
     has_attention=False,
     capabilities=Capabilities(
@@ -136,5 +131,6 @@ ENTRY = EncoderEntry(
 
 def register() -> EncoderEntry:
     """Make the mechanism available as ``model.attention: ancestor-mean`` (a package would
-    call ``register_encoder`` when its module is imported, as treeattn's own do)."""
-    return register_encoder(ENTRY)
+    register it where it is defined, as treeattn's own do, or name ``ENTRY`` in its
+    entry points: docs/guides/contributing.md)."""
+    return plugins.mechanisms.register(ENTRY)

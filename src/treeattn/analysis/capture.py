@@ -18,9 +18,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.inspection import Captures, MechanismView
-from treeattn.attention.registry import capabilities_of, mechanism_capabilities
+from treeattn.attention.registry import capabilities_of
 from treeattn.models.backbone import Backbone
 from treeattn.models.bert import BertLayer
 from treeattn.models.pretrained import BackboneEncoder
@@ -42,7 +43,7 @@ class Captured:
 
 def mechanism_view(model_name: str) -> MechanismView:
     """What the viewer reads of the mechanism a model section names (``model.attention``)."""
-    return mechanism_capabilities(model_name).view or MechanismView()
+    return plugins.mechanisms[model_name].capabilities.view or MechanismView()
 
 
 def parts(encoder: nn.Module) -> tuple[Backbone | None, nn.Module | None]:

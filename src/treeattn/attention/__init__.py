@@ -1,4 +1,5 @@
-"""Attention mechanisms, each registered by name (see ``registry``)."""
+"""Attention mechanisms, each registered by name where it is defined
+(``treeattn.plugins.mechanisms``; ``registry`` says what a mechanism declares)."""
 
 from treeattn.attention import (  # noqa: F401  (register their names)
     constituent,
@@ -7,6 +8,6 @@ from treeattn.attention import (  # noqa: F401  (register their names)
     tree_regularization,
     vanilla,
 )
-from treeattn.attention.registry import attention_names, build_attention, register_attention
+from treeattn.attention.registry import build_attention
 
-__all__ = ["attention_names", "build_attention", "register_attention"]
+__all__ = ["build_attention"]

@@ -51,10 +51,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
-from treeattn.attention.registry import INDUCED_TREES, Capabilities, register_attention
+from treeattn.attention.registry import INDUCED_TREES, Capabilities, Mechanism
 from treeattn.attention.vanilla import merge_heads, split_heads
 from treeattn.trees import Tree
 from treeattn.trees.induction import trees_from_links
@@ -277,7 +278,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-@register_attention("constituent", capabilities=CAPABILITIES)
 class ConstituentAttention(nn.Module):
     """Multi-head self-attention times the Tree Transformer's constituent prior.
 
@@ -335,3 +335,8 @@ class ConstituentAttention(nn.Module):
         inside."""
         q, k, _ = (split_heads(part, self.n_heads) for part in self.qkv(x).chunk(3, dim=-1))
         return self._prior_probs(q, k, pad_mask, context[LINKS])
+
+
+plugins.mechanisms.register(
+    Mechanism("constituent", layer=ConstituentAttention, capabilities=CAPABILITIES)
+)

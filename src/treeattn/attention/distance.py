@@ -40,10 +40,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView, head_numbers
-from treeattn.attention.registry import LAYER, Capabilities, Reads, register_attention
+from treeattn.attention.registry import LAYER, Capabilities, Mechanism, Reads
 from treeattn.attention.vanilla import attention_probs, merge_heads, split_heads
 
 GAPS = Reads.GAPS  # context key: (B, n-1) distances between adjacent tokens
@@ -213,7 +214,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-@register_attention("distance", reads=Reads.GAPS, capabilities=CAPABILITIES)
 class DistanceAttention(nn.Module):
     """Multi-head self-attention whose first ``local_heads`` heads, in the ``layers``
     listed (default: every layer), keep to each token's syntactic local range.
@@ -308,3 +308,13 @@ class DistanceAttention(nn.Module):
         bias = local_bias(context[GAPS], self.gate, self.tau, precision)
         bias = bias.masked_fill(pad_mask[:, :, None], 0.0)
         return bias.masked_fill(pad_mask[:, None, :], -torch.inf).to(dtype)[:, None]
+
+
+plugins.mechanisms.register(
+    Mechanism(
+        "distance",
+        layer=DistanceAttention,
+        reads=frozenset({Reads.GAPS}),
+        capabilities=CAPABILITIES,
+    )
+)

@@ -1,30 +1,36 @@
-"""Attention mechanisms by name, each with what it reads of a sentence besides its tokens.
+"""Mechanisms: what each one reads of a sentence, what it can do, and what it is.
 
-Every mechanism is an ``nn.Module`` built as ``cls(d_model, n_heads, dropout, **options)``
-whose ``forward(x, pad_mask, context)`` maps (B, n, d) to (B, n, d). ``context`` is a dict
-of the pass's extra tensors: the batch's inputs under their ``Reads`` key, and whatever a
-mechanism hands from one layer to the next; ``pad_mask`` is (B, n), True at padding. The
-encoder sets ``context[LAYER]`` to the index of the layer running (0 at the bottom), for
-mechanisms that act in some layers only.
+A mechanism is one entry of the mechanisms registry (``treeattn.plugins.mechanisms``),
+registered in its own file with one call, ``plugins.mechanisms.register(Mechanism(...))``.
+It is an attention layer inside the Transformer encoder (``Mechanism.layer``), a whole
+encoder (``models.registry.EncoderEntry``, a ``Mechanism`` that builds its own encoder),
+or a training loss alone with no layer (tree regularization: ``Capabilities.loss``).
 
-Besides its layer, a mechanism declares what else it can do (``Capabilities``): its
+Every attention layer is an ``nn.Module`` built as ``cls(d_model, n_heads, dropout,
+**options)`` whose ``forward(x, pad_mask, context)`` maps (B, n, d) to (B, n, d).
+``context`` is a dict of the pass's extra tensors: the batch's inputs under their
+``Reads`` key, and whatever a mechanism hands from one layer to the next; ``pad_mask`` is
+(B, n), True at padding. The encoder sets ``context[LAYER]`` to the index of the layer
+running (0 at the bottom), for mechanisms that act in some layers only.
+
+Besides what it is, a mechanism declares what else it can do (``Capabilities``): its
 one-line description, an edit of a pretrained encoder's heads (``inject_syntax``), what
-the viewer captures and draws, and the analyses that apply to it. The demo, the viewer,
-the analyses and ``inject_syntax`` ask the registry and never name a mechanism. A
-mechanism that is a training loss alone, with no layer (tree regularization), declares
-its capabilities by name (``declare_capabilities``) with a ``loss``; ``loss_names``
-lists those.
+the viewer captures and draws, the analyses that apply to it (``Analysis``, a kind of
+plug-in of its own) and a loss. The demo, the viewer, the analyses and ``inject_syntax``
+ask the registry and never name a mechanism.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import KW_ONLY, dataclass
 from enum import Enum
 from typing import Any
 
 from torch import nn
+
+from treeattn import plugins
 
 LAYER = "layer"
 # Context key: True in a causal language model's passes, where no position may see a
@@ -45,28 +51,39 @@ class Reads(str, Enum):
         return self.value
 
 
-# The analyses a mechanism may declare (``Capabilities.analyses``), by the command that runs
-# each: attention over phrase nodes against words, latent dependency trees, induced
-# constituency trees.
-ATTENTION_SHARES = "attention"
-LATENT_TREES = "latent-trees"
-INDUCED_TREES = "induce"
-ANALYSES = (ATTENTION_SHARES, LATENT_TREES, INDUCED_TREES)
+@dataclass(frozen=True)
+class Analysis:
+    """A look inside trained models that applies to the mechanisms that declare it
+    (``Capabilities.analyses``): its name is the command that runs it (``treeattn NAME``)."""
+
+    name: str
+    description: str
+
+
+# The analyses of this package: attention over phrase nodes against words, latent
+# dependency trees, induced constituency trees.
+ATTENTION_SHARES, LATENT_TREES, INDUCED_TREES = "attention", "latent-trees", "induce"
+plugins.analyses.register(
+    Analysis(ATTENTION_SHARES, "how attention divides between phrase nodes and words")
+)
+plugins.analyses.register(Analysis(LATENT_TREES, "structured attention's latent dependency trees"))
+plugins.analyses.register(Analysis(INDUCED_TREES, "trees read off the model, scored against gold"))
 
 
 @dataclass(frozen=True)
 class Capabilities:
     """What a mechanism can do besides being a layer or an encoder, each optional.
 
-    ``description``: one line, for the demo and ``treeattn mechanisms``. ``latent``: it
+    ``description``: one line, for the demo and ``treeattn plugins``. ``latent``: it
     learns a structure of its own (the demo's "latent" trees). ``injection``: its edit of
     chosen heads of a pretrained encoder, a ``SyntaxInjection`` subclass
     (``attention.injection``). ``view``: what the viewer captures and draws, a
-    ``MechanismView`` (``attention.inspection``). ``analyses``: the names in ``ANALYSES``
-    that apply to its models. ``loss``: a loss on chosen layers' hidden states from each
-    sentence's tree, added to a task's loss with a weight (a class shaped as
-    ``attention.tree_loss.TreeLoss``). ``causal``: its layer honours ``context[CAUSAL]`` (no
-    position sees a later one), so that a causal language model may use it.
+    ``MechanismView`` (``attention.inspection``). ``analyses``: the names of the
+    registered analyses (``plugins.analyses``) that apply to its models. ``loss``: a loss
+    on chosen layers' hidden states from each sentence's tree, added to a task's loss with
+    a weight (a class shaped as ``attention.tree_loss.TreeLoss``). ``causal``: its layer
+    honours ``context[CAUSAL]`` (no position sees a later one), so that a causal language
+    model may use it.
     """
 
     description: str = ""
@@ -78,91 +95,46 @@ class Capabilities:
     causal: bool = False
 
     def __post_init__(self) -> None:
-        unknown = set(self.analyses) - set(ANALYSES)
+        known = plugins.analyses.names()
+        unknown = set(self.analyses) - set(known)
         if unknown:
-            raise ValueError(f"analyses {sorted(unknown)}: known are {', '.join(ANALYSES)}")
+            raise ValueError(f"analyses {sorted(unknown)}: known are {', '.join(known)}")
 
 
-_MECHANISMS: dict[str, type[nn.Module]] = {}
-_READS: dict[str, frozenset[Reads]] = {}
-_CAPABILITIES: dict[str, Capabilities] = {}
+@dataclass(frozen=True)
+class Mechanism:
+    """One mechanism: its ``name`` (a value of ``model.attention``, or of
+    ``model.tree_loss`` for a loss), what it ``reads`` (its batches must carry them), what
+    else it can do (``capabilities``), and ``layer``: the class of its attention layer
+    inside the Transformer encoder (None for a whole encoder or a loss alone)."""
 
-
-def register_attention(
-    name: str,
-    reads: Reads | Collection[Reads] = (),
-    capabilities: Capabilities = Capabilities(),
-) -> Callable[[type[nn.Module]], type[nn.Module]]:
-    """Make a mechanism available as ``model.attention: <name>``; ``reads`` declares the
-    inputs its batches must carry, ``capabilities`` what else it can do (usable as a class
-    decorator)."""
-
-    def decorator(cls: type[nn.Module]) -> type[nn.Module]:
-        if name in _MECHANISMS:
-            raise ValueError(f"attention mechanism {name!r} is already registered")
-        _MECHANISMS[name] = cls
-        _READS[name] = frozenset([reads] if isinstance(reads, Reads) else reads)
-        _CAPABILITIES[name] = capabilities
-        return cls
-
-    return decorator
-
-
-def unregister(name: str) -> None:
-    """Forget the mechanism ``name`` (one registered for a while, by a test or a plug-in)."""
-    for table in (_MECHANISMS, _READS, _CAPABILITIES):
-        table.pop(name, None)
-
-
-def attention_names() -> list[str]:
-    return list(_MECHANISMS)
-
-
-def attention_class(name: str) -> type[nn.Module]:
-    if name not in _MECHANISMS:
-        known = ", ".join(sorted(_MECHANISMS))
-        raise KeyError(f"unknown attention mechanism {name!r}; known: {known}")
-    return _MECHANISMS[name]
-
-
-def attention_reads(name: str) -> frozenset[Reads]:
-    attention_class(name)
-    return _READS[name]
-
-
-def declare_capabilities(name: str, capabilities: Capabilities) -> None:
-    """Record what a mechanism that is no attention layer can do, beside the attention
-    mechanisms' own: a whole encoder (``models.registry.register_encoder``) or a loss."""
-    if name in _CAPABILITIES:
-        raise ValueError(f"a mechanism named {name!r} is already registered")
-    _CAPABILITIES[name] = capabilities
-
-
-def mechanism_capabilities(name: str) -> Capabilities:
-    """What the mechanism ``name`` (an attention mechanism or a whole encoder) can do."""
-    if name not in _CAPABILITIES:
-        known = ", ".join(sorted(_CAPABILITIES))
-        raise KeyError(f"unknown mechanism {name!r}; known: {known}")
-    return _CAPABILITIES[name]
+    name: str
+    _: KW_ONLY
+    reads: frozenset[Reads] = frozenset()
+    capabilities: Capabilities = Capabilities()
+    layer: type[nn.Module] | None = None
 
 
 def loss_names() -> list[str]:
     """The mechanisms that are a training loss (``Capabilities.loss``), in the order
     registered."""
-    return [name for name, found in _CAPABILITIES.items() if found.loss is not None]
+    return [m.name for m in plugins.mechanisms.entries() if m.capabilities.loss is not None]
 
 
 def capabilities_of(module: nn.Module) -> Capabilities | None:
     """The capabilities of the mechanism whose layer ``module`` is (None for a module that
     is no registered mechanism's layer)."""
-    for name, cls in _MECHANISMS.items():
-        if type(module) is cls:
-            return _CAPABILITIES[name]
+    for mechanism in plugins.mechanisms.entries():
+        if mechanism.layer is not None and type(module) is mechanism.layer:
+            return mechanism.capabilities
     return None
 
 
 def build_attention(name: str, d_model: int, n_heads: int, dropout: float, **options) -> nn.Module:
-    cls = attention_class(name)
+    """The attention layer of the mechanism ``name``."""
+    cls = plugins.mechanisms[name].layer
+    if cls is None:
+        raise ValueError(f"mechanism {name!r} has no attention layer")
     try:
         return cls(d_model, n_heads, dropout, **options)
     except TypeError as error:  # an option the mechanism does not take

@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
-from treeattn.attention.registry import LATENT_TREES, Capabilities, register_attention
+from treeattn.attention.registry import LATENT_TREES, Capabilities, Mechanism
 from treeattn.attention.vanilla import merge_heads, split_heads
 from treeattn.structs import arcs_to_heads, best_heads
 from treeattn.structs.eisner import Eisner
@@ -163,7 +164,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-@register_attention("structured", capabilities=CAPABILITIES)
 class StructuredAttention(nn.Module):
     """r_i = tanh(W [e_i; p_i; c_i]) with contexts weighted by latent-tree marginals.
 
@@ -204,3 +204,8 @@ class StructuredAttention(nn.Module):
         root: what ``forward`` scores its latent trees with, for looking inside."""
         structure = self.split(x).chunk(2, dim=-1)[1]
         return self.arc_scorer(split_heads(structure, self.n_heads))
+
+
+plugins.mechanisms.register(
+    Mechanism("structured", layer=StructuredAttention, capabilities=CAPABILITIES)
+)

@@ -47,7 +47,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from treeattn.attention.registry import Capabilities, declare_capabilities
+from treeattn import plugins
+from treeattn.attention.registry import Capabilities, Mechanism
 from treeattn.attention.tree_loss import WordPositions
 from treeattn.trees import Tree
 from treeattn.trees.tree import fold_tree
@@ -272,11 +273,13 @@ def _repeated(batch: WordPositions | SplitTargets, count: int) -> Any:
     return type(batch)(*(x.repeat(count, 1) if isinstance(x, Tensor) else x for x in kept))
 
 
-declare_capabilities(
-    NAME,
-    Capabilities(
-        "a loss on chosen layers' hidden states from each sentence's tree: scores of span "
-        "independence per split point (Nandi et al. 2025); no change to the model",
-        loss=TreeRegularization,
-    ),
+plugins.mechanisms.register(
+    Mechanism(
+        NAME,
+        capabilities=Capabilities(
+            "a loss on chosen layers' hidden states from each sentence's tree: scores of span "
+            "independence per split point (Nandi et al. 2025); no change to the model",
+            loss=TreeRegularization,
+        ),
+    )
 )

@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import CAUSAL, Capabilities, register_attention
+from treeattn import plugins
+from treeattn.attention.registry import CAUSAL, Capabilities, Mechanism
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -45,12 +46,6 @@ def self_allowed(pad_mask: torch.Tensor, context: dict | None) -> torch.Tensor:
     return allowed
 
 
-@register_attention(
-    "vanilla",
-    capabilities=Capabilities(
-        "the plain Transformer: scaled dot-product self-attention", causal=True
-    ),
-)
 class VanillaSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
         super().__init__()
@@ -79,3 +74,14 @@ class VanillaSelfAttention(nn.Module):
         dropout), for looking inside: the fused kernel above does not return them."""
         q, k, _ = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))
         return attention_probs(q, k, self_allowed(pad_mask, context))
+
+
+plugins.mechanisms.register(
+    Mechanism(
+        "vanilla",
+        layer=VanillaSelfAttention,
+        capabilities=Capabilities(
+            "the plain Transformer: scaled dot-product self-attention", causal=True
+        ),
+    )
+)

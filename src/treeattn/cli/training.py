@@ -224,7 +224,8 @@ def add_mechanisms(sub: argparse._SubParsersAction) -> None:
 def _mechanisms(args: argparse.Namespace) -> int:
     from dataclasses import MISSING, fields
 
-    from treeattn.attention.registry import loss_names, mechanism_capabilities
+    from treeattn import plugins
+    from treeattn.attention.registry import loss_names
     from treeattn.evaluation.suites import suites
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import load_config, make_task, task_class, task_names
@@ -264,7 +265,7 @@ def _mechanisms(args: argparse.Namespace) -> int:
     )
     print("  tree_loss_options")
     for name in loss_names():
-        capabilities = mechanism_capabilities(name)
+        capabilities = plugins.mechanisms[name].capabilities
         print(f"  {name:<20} {capabilities.description}")
         print(f"  {'':<20} options {defaults(capabilities.loss.Options)}")
     print("\ntask (data.name; splits):")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.hierarchical import (
     DEFAULT_MAX_DEPTH,
     HierarchicalAttention,
@@ -22,7 +23,6 @@ from treeattn.models.registry import (
     EncoderConfig,
     EncoderEntry,
     options_dataclass,
-    register_encoder,
 )
 from treeattn.trees.tensors import TreeArrays, TreeTensors, check_shapes
 
@@ -233,13 +233,13 @@ class HierarchicalView(MechanismView):
         ]
 
 
-register_encoder(
+plugins.mechanisms.register(
     EncoderEntry(
         "hierarchical",
-        HierarchicalEncoder,
-        frozenset({Reads.TREES}),
-        options_dataclass("hierarchical", HierarchicalEncoder),
-        _build,
+        reads=frozenset({Reads.TREES}),
+        module=HierarchicalEncoder,
+        options=options_dataclass("hierarchical", HierarchicalEncoder),
+        build=_build,
         output=TREE,
         check_tree=check_depth,
         capabilities=Capabilities(

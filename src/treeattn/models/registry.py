@@ -1,10 +1,11 @@
 """Encoders by name (``model.attention``), each declaring what it reads and its options.
 
-An entry is either an attention mechanism inside the Transformer encoder (every name of
-``treeattn.attention``, registered there with what it reads) or a whole encoder that
-registers itself here, in its own file (hierarchical accumulation, the Tree-LSTM). Tasks
-ask an entry what to put in a batch (``reads``), what the encoder gives back (``output``)
-and build it; no module outside a mechanism's own files compares its name.
+Every name is a mechanism of the one registry (``treeattn.plugins.mechanisms``): an
+attention layer inside the Transformer encoder (``Mechanism.layer``), or a whole encoder
+that registers an ``EncoderEntry`` (a ``Mechanism`` that builds its own encoder) in its own
+file (hierarchical accumulation, the Tree-LSTM); a mechanism that is a loss alone is no
+encoder. Tasks ask an entry what to put in a batch (``reads``), what the encoder gives back
+(``output``) and build it; no module outside a mechanism's own files compares its name.
 
 >>> entry = encoder_entry("distance")
 >>> sorted(str(r) for r in entry.reads), entry.output
@@ -16,22 +17,13 @@ and build it; no module outside a mechanism's own files compares its name.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
+from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
 from torch import nn
 
-from treeattn.attention.registry import (
-    Capabilities,
-    Reads,
-    attention_class,
-    attention_names,
-    attention_reads,
-    declare_capabilities,
-    keyword_options,
-    mechanism_capabilities,
-    unregister,
-)
+from treeattn import plugins
+from treeattn.attention.registry import Mechanism, Reads, keyword_options
 from treeattn.engine.config import check_positive
 from treeattn.models.backbone import Backbone, load_backbone
 from treeattn.models.encoder import TransformerEncoder
@@ -65,8 +57,9 @@ class EncoderConfig:
 
 
 @dataclass(frozen=True)
-class EncoderEntry:
-    """One ``model.attention`` name.
+class EncoderEntry(Mechanism):
+    """One ``model.attention`` name: a mechanism (its ``name``, ``reads`` and
+    ``capabilities``) with the encoder it makes.
 
     ``build(model_section, vocab_size, node_vocab_size)`` makes the encoder, whose class is
     ``module``: it has ``encode_inputs(EncoderInputs)`` returning token states (B, n, d)
@@ -74,18 +67,17 @@ class EncoderEntry:
     ``cross_attends``, what a translation decoder reads of it (``None``: it feeds no
     decoder). ``options`` is the dataclass of its ``model.attention_options``;
     ``check_tree(options, arrays, where)`` rejects a tree it cannot read before training.
-    ``capabilities``: what else the mechanism can do (``attention.registry.Capabilities``).
+    A whole encoder registers its entry (``plugins.mechanisms.register``); an attention
+    layer's is made here (``encoder_entry``).
     """
 
-    name: str
+    _: KW_ONLY
     module: type[nn.Module]
-    reads: frozenset[Reads]
     options: type
     build: Callable[[EncoderConfig, int, int], nn.Module]
     output: str = TOKENS
     has_attention: bool = True
     check_tree: Callable[[dict, TreeArrays, str], None] | None = None
-    capabilities: Capabilities = Capabilities()
 
     @property
     def reads_trees(self) -> bool:
@@ -98,9 +90,6 @@ class EncoderEntry:
         return bool(self.reads - {Reads.PIECES})
 
 
-_ENCODERS: dict[str, EncoderEntry] = {}
-
-
 def options_dataclass(name: str, cls: type, sizes: Collection[str] = SIZES) -> type:
     """A dataclass of the keyword options of ``cls(...)``, with their defaults."""
     specs = []
@@ -111,23 +100,8 @@ def options_dataclass(name: str, cls: type, sizes: Collection[str] = SIZES) -> t
     return make_dataclass(f"{title}Options", specs, frozen=True)
 
 
-def register_encoder(entry: EncoderEntry) -> EncoderEntry:
-    """Make ``entry`` available as ``model.attention: <entry.name>``."""
-    if entry.name in _ENCODERS or entry.name in attention_names():
-        raise ValueError(f"an encoder named {entry.name!r} is already registered")
-    declare_capabilities(entry.name, entry.capabilities)
-    _ENCODERS[entry.name] = entry
-    return entry
-
-
-def unregister_encoder(name: str) -> None:
-    """Forget the whole encoder ``name`` (one registered for a while)."""
-    _ENCODERS.pop(name, None)
-    unregister(name)
-
-
-def _transformer(name: str) -> EncoderEntry:
-    """The Transformer encoder whose self-attention is the mechanism ``name``."""
+def _transformer(mechanism: Mechanism) -> EncoderEntry:
+    """The Transformer encoder whose self-attention is ``mechanism``'s layer."""
 
     def build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> nn.Module:
         return TransformerEncoder(
@@ -137,27 +111,33 @@ def _transformer(name: str) -> EncoderEntry:
             n_layers=m.n_layers,
             d_ff=m.d_ff,
             dropout=m.dropout,
-            attention=name,
+            attention=mechanism.name,
             positions=m.positions,
             max_length=m.max_length,
             attention_options=m.attention_options,
             attention_dropout=m.attention_dropout,
         )
 
-    options = options_dataclass(name, attention_class(name), {"d_model", "n_heads", "dropout"})
+    sizes = {"d_model", "n_heads", "dropout"}
     return EncoderEntry(
-        name,
-        TransformerEncoder,
-        attention_reads(name),
-        options,
-        build,
-        capabilities=mechanism_capabilities(name),
+        mechanism.name,
+        reads=mechanism.reads,
+        capabilities=mechanism.capabilities,
+        layer=mechanism.layer,
+        module=TransformerEncoder,
+        options=options_dataclass(mechanism.name, mechanism.layer, sizes),
+        build=build,
     )
 
 
+def _is_encoder(mechanism: Mechanism) -> bool:
+    return isinstance(mechanism, EncoderEntry) or mechanism.layer is not None
+
+
 def encoder_names() -> list[str]:
-    """Every value ``model.attention`` takes: attention mechanisms, then whole encoders."""
-    return [*attention_names(), *_ENCODERS]
+    """Every value ``model.attention`` takes: the mechanisms that are an encoder or a layer
+    of one, in the order registered."""
+    return [m.name for m in plugins.mechanisms.entries() if _is_encoder(m)]
 
 
 def encoder_entry(name: str, backbone: bool = False) -> EncoderEntry:
@@ -165,11 +145,11 @@ def encoder_entry(name: str, backbone: bool = False) -> EncoderEntry:
     pretrained backbone (``model.backbone``, ``_on_backbone``)."""
     if backbone:
         return _on_backbone(name)
-    if name in _ENCODERS:
-        return _ENCODERS[name]
-    if name in attention_names():
-        return _transformer(name)
-    raise ValueError(f"model.attention={name!r} is not known; known: {', '.join(encoder_names())}")
+    known = encoder_names()
+    if name not in known:
+        raise ValueError(f"model.attention={name!r} is not known; known: {', '.join(known)}")
+    mechanism = plugins.mechanisms[name]
+    return mechanism if isinstance(mechanism, EncoderEntry) else _transformer(mechanism)
 
 
 def _load_backbone(m: Any) -> Backbone:

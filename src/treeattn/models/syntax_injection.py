@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from treeattn import plugins
 from treeattn.attention.head_edit import (
     HeadEdit,
     additive_mask,
@@ -33,7 +34,6 @@ from treeattn.attention.head_edit import (
     edited_probabilities,
 )
 from treeattn.attention.injection import SyntaxInjection
-from treeattn.attention.registry import mechanism_capabilities
 from treeattn.models.bert import BertEncoder
 
 IMPLEMENTATION = "treeattn_syntax"  # the name registered with transformers
@@ -53,10 +53,7 @@ def make_injection(
 ) -> SyntaxInjection:
     """The injection of ``mechanism`` for an encoder of ``n_layers`` layers of ``n_heads``
     heads and size ``d_model``, with the mechanism's own ``options``."""
-    try:
-        injection = mechanism_capabilities(mechanism).injection
-    except KeyError as error:
-        raise ValueError(error.args[0]) from None
+    injection = plugins.mechanisms[mechanism].capabilities.injection
     if injection is None:
         raise ValueError(f"the {mechanism} mechanism has no edit of a pretrained encoder's heads")
     try:

@@ -26,8 +26,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from treeattn import plugins
 from treeattn.attention.injection import as_word_of_piece
-from treeattn.attention.registry import loss_names, mechanism_capabilities
+from treeattn.attention.registry import loss_names
 from treeattn.attention.tree_loss import TreeLoss, WordPositions, piece_positions
 from treeattn.trees import Tree
 from treeattn.trees.offsets import first_pieces
@@ -73,7 +74,8 @@ class TreeLossSettings:
         """The loss ``tree_loss`` names, built with its options (None: none)."""
         if self.tree_loss is None:
             return None
-        return mechanism_capabilities(self.tree_loss).loss.from_options(**self.tree_loss_options)
+        loss = plugins.mechanisms[self.tree_loss].capabilities.loss
+        return loss.from_options(**self.tree_loss_options)
 
 
 def _unwrapped(model: nn.Module) -> nn.Module:

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn import plugins
 from treeattn.attention.registry import Capabilities, Reads
 from treeattn.models.encoder import init_embedding
 from treeattn.models.inputs import EncoderInputs
@@ -15,7 +16,6 @@ from treeattn.models.registry import (
     EncoderConfig,
     EncoderEntry,
     options_dataclass,
-    register_encoder,
 )
 from treeattn.trees.tensors import TreeTensors, check_shapes
 
@@ -133,13 +133,13 @@ def _build(m: EncoderConfig, vocab_size: int, node_vocab_size: int) -> TreeLSTME
     )
 
 
-register_encoder(
+plugins.mechanisms.register(
     EncoderEntry(
         "tree-lstm",
-        TreeLSTMEncoder,
-        frozenset({Reads.BINARY_TREES}),
-        options_dataclass("tree-lstm", TreeLSTMEncoder),
-        _build,
+        reads=frozenset({Reads.BINARY_TREES}),
+        module=TreeLSTMEncoder,
+        options=options_dataclass("tree-lstm", TreeLSTMEncoder),
+        build=_build,
         output=TREE,
         has_attention=False,
         capabilities=Capabilities("binary Tree-LSTM composing each node from its two children"),

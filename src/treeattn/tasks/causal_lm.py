@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.registry import mechanism_capabilities
+from treeattn import plugins
 from treeattn.data.batching import bucket_batches
 from treeattn.data.text import START
 from treeattn.engine.config import Config
@@ -69,8 +69,8 @@ class CausalLMTask(LanguageModelTask):
                 "first (and predicts </s> last); leave it false"
             )
         check_encoder(m, where)
-        if not mechanism_capabilities(m.attention).causal:
-            causal = [n for n in encoder_names() if mechanism_capabilities(n).causal]
+        if not plugins.mechanisms[m.attention].capabilities.causal:
+            causal = [n for n in encoder_names() if plugins.mechanisms[n].capabilities.causal]
             raise ValueError(
                 f"{where}: model.attention={m.attention!r} lets a word see later words; "
                 f"causal language modelling takes {', '.join(causal)}"
