@@ -222,10 +222,10 @@ def _help(capsys, *command: str) -> str:
 
 
 def test_the_top_level_help_names_every_task(capsys):
-    from treeattn.tasks import task_class, task_names
+    from treeattn import plugins
 
     text = " ".join(_help(capsys).split())
-    for name in [n for n in task_names() if task_class(n).__module__.startswith("treeattn.")]:
+    for name in [t.name for t in plugins.tasks.entries() if t.__module__.startswith("treeattn.")]:
         assert re.search(rf"\b{re.escape(name)}\b", text), name
 
 
@@ -251,12 +251,13 @@ def test_the_top_level_help_fits_an_80_column_terminal(capsys, monkeypatch):
 
 
 def test_train_and_evaluate_help_name_every_task_and_its_splits(capsys):
-    from treeattn.tasks import load_config, make_task, task_class, task_names
+    from treeattn import plugins
+    from treeattn.tasks import load_config, make_task
 
     train_help = " ".join(_help(capsys, "train").split())
     evaluate_help = " ".join(_help(capsys, "evaluate").split())
     # The package's own tasks (a test may have registered one of its own beside them).
-    for name in [n for n in task_names() if task_class(n).__module__.startswith("treeattn.")]:
+    for name in [t.name for t in plugins.tasks.entries() if t.__module__.startswith("treeattn.")]:
         assert name in train_help
         splits = make_task(load_config(None, [f"task={name}"])).splits
         # Each task's splits, in order, after its name.

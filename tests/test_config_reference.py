@@ -65,15 +65,14 @@ def code_sections() -> Sections:
     from treeattn.attention.registry import loss_names
     from treeattn.engine.config import Config, TrainConfig
     from treeattn.models.registry import encoder_entry, encoder_names
-    from treeattn.tasks import task_class, task_names
 
     top = _keys(Config, "")
     for section in ("data", "model", "train"):
         del top[section]
     sections: Sections = {("", ""): top | _keys(TrainConfig, "train.")}
     by_dataset: dict[str, dict[str, dict[str, list[Any]]]] = {}  # data set -> task -> keys
-    for name in task_names():
-        task = task_class(name)
+    for task in plugins.tasks.entries():
+        name = task.name
         sections[("task", name)] = _keys(task.Model, "model.")
         datasets = getattr(task, "datasets", None)
         if datasets is None:

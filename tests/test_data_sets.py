@@ -14,14 +14,9 @@ from tests.helpers import train
 from tests.test_engine import tiny_config
 from treeattn.data.sst import load_sst
 from treeattn.engine.checkpoint import load_checkpoint
+from treeattn.plugins import datasets
 from treeattn.tasks import config_from_dict, load_config
-from treeattn.tasks.datasets import (
-    DataSet,
-    dataset_class,
-    dataset_names,
-    open_dataset,
-    register_dataset,
-)
+from treeattn.tasks.datasets import DataSet, open_dataset
 from treeattn.tasks.trained import load_trained
 
 # The one data section ListOps, SST and labeled files shared before, at its defaults.
@@ -47,25 +42,25 @@ def _settings(cls: type[DataSet]) -> set[str]:
 
 
 def test_data_sets_are_registered_with_their_classes():
-    assert dataset_names() == ["listops", "sst5", "sst2", "cola", "labeled", "text", "mccoy"]
-    classes = {name: dataset_class(name).classes for name in dataset_names()}
+    assert datasets.names() == ["listops", "sst5", "sst2", "cola", "labeled", "text", "mccoy"]
+    classes = {found.name: found.classes for found in datasets.entries()}
     assert classes["listops"] == tuple("0123456789")
     assert classes["sst5"] == ("0", "1", "2", "3", "4") and classes["sst2"] == ("0", "1")
     assert classes["cola"] == ("0", "1")
     assert classes["labeled"] is None  # named by the training labels
     with pytest.raises(ValueError, match="unknown data set 'sst7'; known: listops, sst5, sst2"):
-        dataset_class("sst7")
+        datasets["sst7"]
 
     class Other(DataSet):
         name = "sst5"
 
     with pytest.raises(ValueError, match="a data set named 'sst5' is already registered"):
-        register_dataset(Other)
+        datasets.register(Other)
 
 
 def test_each_data_set_has_its_own_settings_and_the_shared_ones():
     shared = {"name", "min_count", "lowercase"}
-    assert _settings(dataset_class("listops")) == shared | {
+    assert _settings(datasets["listops"]) == shared | {
         "train_size",
         "dev_size",
         "test_size",
@@ -74,17 +69,17 @@ def test_each_data_set_has_its_own_settings_and_the_shared_ones():
         "max_length",
         "operators",
     }
-    assert _settings(dataset_class("sst5")) == shared | {
+    assert _settings(datasets["sst5"]) == shared | {
         "root",
         "phrase_level",
         "train_size",
         "trees",
         "parser",
     }
-    assert _settings(dataset_class("sst2")) == _settings(dataset_class("sst5"))
-    assert _settings(dataset_class("cola")) == shared | {"root", "train_size", "trees", "parser"}
-    assert _settings(dataset_class("labeled")) == shared | {"paths", "train_size"}
-    assert "corpora" in _settings(dataset_class("text"))
+    assert _settings(datasets["sst2"]) == _settings(datasets["sst5"])
+    assert _settings(datasets["cola"]) == shared | {"root", "train_size", "trees", "parser"}
+    assert _settings(datasets["labeled"]) == shared | {"paths", "train_size"}
+    assert "corpora" in _settings(datasets["text"])
     cfg = load_config(None, ["data.name=sst2", "data.min_count=2", "data.lowercase=true"])
     assert (cfg.data.name, cfg.data.min_count, cfg.data.lowercase) == ("sst2", 2, True)
     assert not open_dataset(load_config(None).data).phrase_level  # no phrase labels in ListOps

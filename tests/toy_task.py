@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.engine.config import read_raw_config
 from treeattn.engine.task import Selection, Task
 from treeattn.engine.trainer import train
-from treeattn.tasks import register_task
 
 
 @dataclass
@@ -53,6 +53,7 @@ class CountSet:
         return CountBatch(ids, pad_mask, (~pad_mask).sum(1).float())
 
 
+@plugins.tasks.register
 class CountTask(Task):
     name, Data, Model, headline = "count", CountData, CountModel, ("error",)
     selection = Selection("dev", "error", higher_is_better=False)
@@ -103,9 +104,6 @@ class CountTask(Task):
     def predict(self, model, data, device, output_format=""):
         counts = [self._counts(model, data.batch([i]).to(device)) for i in range(len(data))]
         return [f"{count.item():.0f}" for count in counts]
-
-
-register_task(CountTask)
 
 
 def count_config(out_dir, *overrides):

@@ -228,7 +228,7 @@ def _mechanisms(args: argparse.Namespace) -> int:
     from treeattn.attention.registry import loss_names
     from treeattn.evaluation.suites import suites
     from treeattn.models.registry import encoder_entry, encoder_names
-    from treeattn.tasks import load_config, make_task, task_class, task_names
+    from treeattn.tasks import load_config, make_task
 
     def options(entry) -> str:
         return defaults(entry.options)
@@ -269,10 +269,11 @@ def _mechanisms(args: argparse.Namespace) -> int:
         print(f"  {name:<20} {capabilities.description}")
         print(f"  {'':<20} options {defaults(capabilities.loss.Options)}")
     print("\ntask (data.name; splits):")
-    for name in task_names():
+    for task_class in plugins.tasks.entries():
+        name = task_class.name
         task = make_task(load_config(None, [f"task={name}"]))
         # A task registered from outside may name no data set.
-        datasets = ", ".join(getattr(task_class(name), "datasets", ())) or getattr(
+        datasets = ", ".join(getattr(task_class, "datasets", ())) or getattr(
             task.cfg.data, "name", "-"
         )
         print(f"  {name:<14} {datasets}; {', '.join(task.splits)}")

@@ -3,8 +3,8 @@
 A task owns everything that depends on what is learned: its config sections (``data`` and
 ``model``), its splits, its vocabularies, how examples become batches, the model, the loss,
 the metrics and the predictions. The engine owns the loop around them (``trainer.py``).
-Adding a task is one subclass of ``Task`` and one ``register_task`` call
-(``treeattn.tasks``); docs/TASKS.md walks through it.
+Adding a task is one subclass of ``Task``, registered where it is defined; docs/TASKS.md
+walks through it.
 """
 
 from __future__ import annotations

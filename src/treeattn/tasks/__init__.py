@@ -1,4 +1,5 @@
-"""Tasks by name, and configs read into a task's sections.
+"""Tasks by name (``plugins.tasks``, each registered where it is defined), and configs
+read into a task's sections.
 
 A config names its task (``task: classify``); one without a name is read as configs were
 before tasks had names: ``data.name: text`` is masked language modelling, anything else
@@ -14,49 +15,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# isort: off
+# Each task registers itself where it is defined: in this order, the order listed.
+from treeattn.tasks import classify, mlm, parse, translate, causal_lm  # noqa: F401
+from treeattn.tasks import hierarchical_generalization  # noqa: F401
+
+# isort: on
+from treeattn import plugins
 from treeattn.engine.config import Config, read_raw_config
 from treeattn.engine.task import Task
-from treeattn.tasks.causal_lm import CausalLMTask
 from treeattn.tasks.classify import ClassifyTask
-from treeattn.tasks.hierarchical_generalization import HierarchicalGeneralizationTask
 from treeattn.tasks.mlm import MaskedLMTask
-from treeattn.tasks.parse import ParseTask
-from treeattn.tasks.translate import TranslateTask
-
-_TASKS: dict[str, type[Task]] = {}
-
-
-def register_task(cls: type[Task]) -> type[Task]:
-    """Make ``cls`` available as ``task: <cls.name>`` in configs (usable as a decorator)."""
-    if cls.name in _TASKS and _TASKS[cls.name] is not cls:
-        raise ValueError(f"a task named {cls.name!r} is already registered")
-    _TASKS[cls.name] = cls
-    return cls
-
-
-def task_names() -> list[str]:
-    return list(_TASKS)
-
-
-def task_class(name: str) -> type[Task]:
-    if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS)}")
-    return _TASKS[name]
-
-
-register_task(ClassifyTask)
-register_task(MaskedLMTask)
-register_task(ParseTask)
-register_task(TranslateTask)
-register_task(CausalLMTask)
-register_task(HierarchicalGeneralizationTask)
 
 
 def _named_task(raw: dict[str, Any]) -> str:
     """The task a raw config names, or the one its data set implies when it names none."""
     if "task" in raw:
         if not isinstance(raw["task"], str):
-            raise ValueError(f"task must be a name ({', '.join(_TASKS)}), got {raw['task']!r}")
+            known = ", ".join(plugins.tasks.names())
+            raise ValueError(f"task must be a name ({known}), got {raw['task']!r}")
         return raw["task"]
     data = raw.get("data")
     name = data.get("name") if isinstance(data, dict) else None
@@ -68,7 +45,7 @@ def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected a mapping, got {raw!r}")
     try:
-        cls = task_class(_named_task(raw))
+        cls = plugins.tasks[_named_task(raw)]
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
     return cls.config_from_dict(raw, where)
@@ -83,4 +60,4 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> Config:
 
 def make_task(cfg: Config) -> Task:
     """The task a config names, ready to train (``treeattn.engine.trainer.train``)."""
-    return task_class(cfg.task)(cfg)
+    return plugins.tasks[cfg.task](cfg)

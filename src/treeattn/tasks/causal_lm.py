@@ -46,6 +46,7 @@ def next_token_loss(
     return loss, int(targets.numel())
 
 
+@plugins.tasks.register
 class CausalLMTask(LanguageModelTask):
     """Left-to-right language modelling, chosen by dev perplexity."""
 

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from treeattn import plugins
 from treeattn.data.batching import bucket_batches
 from treeattn.data.sst import IGNORE_LABEL
 from treeattn.data.vocab import Vocab
@@ -39,7 +40,6 @@ from treeattn.tasks.class_outputs import FORMATS, class_outputs
 from treeattn.tasks.datasets import (
     DataSet,
     ListOpsSettings,
-    dataset_class,
     open_dataset,
     read_examples,
     settings_class,
@@ -74,6 +74,7 @@ class ClassifyModel(EncoderConfig, BackboneSettings, TreeLossSettings):
     pooling: str = "auto"
 
 
+@plugins.tasks.register
 class ClassifyTask(Task):
     """One label per sentence, chosen on dev by the data set's first metric (accuracy;
     CoLA: Matthews correlation); predictions are class names."""
@@ -120,7 +121,7 @@ class ClassifyTask(Task):
             )
         data = {**data, "name": name}
         if SHARED_DATA_KEYS <= set(data):
-            own = {f.name for f in fields(dataset_class(name).Settings)}
+            own = {f.name for f in fields(plugins.datasets[name].Settings)}
             if name != "listops":
                 own.discard("train_size")  # then ListOps' alone; SST's came later
             data = {key: value for key, value in data.items() if key in own}
@@ -136,7 +137,7 @@ class ClassifyTask(Task):
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
         d, m = cfg.data, cfg.model
-        dataset_class(d.name).check(d, where)
+        plugins.datasets[d.name].check(d, where)
         m.check_backbone(where, cfg.train.schedule)
         entry = check_encoder(m, where, backbone=m.backbone is not None)
         poolings = ("auto", "mean", "root") if entry.output == TREE else ("auto", "mean", "first")

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.data.mccoy import MCCOY_SPLITS, QUESTION, TASKS, Example, McCoyData, training_set
 from treeattn.data.mccoy.files import input_tree
 from treeattn.data.mccoy.generate import MIXES, SHARED_MIX, TRAIN_SIZE
@@ -107,6 +108,7 @@ class GeneralizationPair(Pair):
     example: Example | None = None
 
 
+@plugins.tasks.register
 class HierarchicalGeneralizationTask(TranslateTask):
     """Question formation or tense reinflection with an encoder-decoder; dev full-sequence
     accuracy selects the checkpoint, which is scored on dev, test and gen."""

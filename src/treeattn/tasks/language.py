@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.data.batching import bucket_batches
 from treeattn.data.subwords import Subwords
 from treeattn.data.text import START, normalize_word, plain_sentence
@@ -49,7 +50,7 @@ from treeattn.models.inputs import SUBWORD_NODE, EncoderInputs
 from treeattn.models.registry import EncoderConfig, encoder_entry
 from treeattn.models.tree_loss import TreeLossSettings, with_tree_loss
 from treeattn.parsing.tree_source import GOLD, TreeSource
-from treeattn.tasks.datasets import TextSettings, dataset_class, open_dataset, read_examples
+from treeattn.tasks.datasets import TextSettings, open_dataset, read_examples
 from treeattn.tasks.encoding import EncodedSet, SentenceBatch, check_lengths, input_encoder
 from treeattn.tasks.sentences import (
     TEXT,
@@ -149,7 +150,7 @@ class LanguageModelTask(Task):
         name = data.get("name", TEXT) if isinstance(data, dict) else TEXT
         if name == TEXT or name not in cls.datasets:
             return cls.Data, data
-        return lm_data_class(dataset_class(name).Settings), data
+        return lm_data_class(plugins.datasets[name].Settings), data
 
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
@@ -158,7 +159,7 @@ class LanguageModelTask(Task):
             raise ValueError(
                 f"{where}: data.name={d.name!r}; {cls.activity} reads {' or '.join(cls.datasets)}"
             )
-        dataset = dataset_class(d.name)
+        dataset = plugins.datasets[d.name]
         dataset.check(d, where)
         if d.vocabulary not in VOCABULARIES:
             raise ValueError(

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn import plugins
 from treeattn.data.batching import bucket_batches
 from treeattn.data.subwords import WORD_START
 from treeattn.data.text import START
@@ -115,6 +116,7 @@ CLASSIFY_DATA_KEYS = (
 )
 
 
+@plugins.tasks.register
 class MaskedLMTask(LanguageModelTask):
     """BERT-style masked language modelling, chosen by dev perplexity."""
 

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from treeattn import plugins
 from treeattn.data.ptb import load_ptb_sample
 from treeattn.data.ud import load_ud
 from treeattn.engine.config import Config, check_positive
@@ -69,6 +70,7 @@ class ParseData:
     ptb_repeat: int = 1  # joint: each PTB training sentence this many times an epoch
 
 
+@plugins.tasks.register
 class ParseTask(Task):
     """Parsing, chosen by dev EVALB F1 (or dev LAS for dependency-only data)."""
 

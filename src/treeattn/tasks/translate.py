@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from treeattn import plugins
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.multi30k import (
     MULTI30K_LANGUAGES,
@@ -186,6 +187,7 @@ class TranslationSet:
         return TranslationBatch(inputs, targets)
 
 
+@plugins.tasks.register
 class TranslateTask(Task):
     """English -> German or French on Multi30k; BLEU on val selects the checkpoint and is
     reported on test_2016_flickr and test_2017_flickr, with sacrebleu's signature."""

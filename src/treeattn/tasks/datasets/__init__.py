@@ -1,7 +1,8 @@
 """Data sets by name, as tasks are: each one a ``DataSet`` with its own settings, the
-config's ``data`` section when ``data.name`` names it.
+config's ``data`` section when ``data.name`` names it, registered where it is defined
+(``plugins.datasets``).
 
->>> dataset_class("sst2").classes
+>>> plugins.datasets["sst2"].classes
 ('0', '1')
 >>> settings_class({"name": "sst5", "phrase_level": True}, "config").__name__
 'SstSettings'
@@ -13,13 +14,19 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+# isort: off
+# Each data set registers itself where it is defined: in this order, the order listed.
+from treeattn.tasks.datasets import listops, sst, cola, labeled, text, mccoy  # noqa: F401
+
+# isort: on
+from treeattn import plugins
 from treeattn.tasks.datasets.base import SPLITS, DataSet, SentenceSettings
-from treeattn.tasks.datasets.cola import Cola, ColaSettings
-from treeattn.tasks.datasets.labeled import LabeledFiles, LabeledSettings, read_labeled_file
-from treeattn.tasks.datasets.listops import ListOps, ListOpsSettings
-from treeattn.tasks.datasets.mccoy import McCoySettings, McCoyStrings
-from treeattn.tasks.datasets.sst import Sst2, Sst5, SstSettings
-from treeattn.tasks.datasets.text import Text, TextSettings
+from treeattn.tasks.datasets.cola import ColaSettings
+from treeattn.tasks.datasets.labeled import LabeledSettings, read_labeled_file
+from treeattn.tasks.datasets.listops import ListOpsSettings
+from treeattn.tasks.datasets.mccoy import McCoySettings
+from treeattn.tasks.datasets.sst import SstSettings
+from treeattn.tasks.datasets.text import TextSettings
 from treeattn.tasks.sentences import LabeledSentence
 
 __all__ = [
@@ -32,43 +39,16 @@ __all__ = [
     "SentenceSettings",
     "SstSettings",
     "TextSettings",
-    "dataset_class",
-    "dataset_names",
     "open_dataset",
     "read_examples",
     "read_labeled_file",
-    "register_dataset",
     "settings_class",
 ]
-
-_DATASETS: dict[str, type[DataSet]] = {}
-
-
-def register_dataset(cls: type[DataSet]) -> type[DataSet]:
-    """Make ``cls`` available as ``data.name: <cls.name>`` (usable as a decorator)."""
-    if cls.name in _DATASETS and _DATASETS[cls.name] is not cls:
-        raise ValueError(f"a data set named {cls.name!r} is already registered")
-    _DATASETS[cls.name] = cls
-    return cls
-
-
-def dataset_names() -> list[str]:
-    return list(_DATASETS)
-
-
-def dataset_class(name: str) -> type[DataSet]:
-    if name not in _DATASETS:
-        raise ValueError(f"unknown data set {name!r}; known: {', '.join(_DATASETS)}")
-    return _DATASETS[name]
 
 
 def open_dataset(settings: Any) -> DataSet:
     """The data set ``settings`` (a ``data`` section) names, reading as they say."""
-    return dataset_class(settings.name)(settings)
-
-
-for _cls in (ListOps, Sst5, Sst2, Cola, LabeledFiles, Text, McCoyStrings):
-    register_dataset(_cls)
+    return plugins.datasets[settings.name](settings)
 
 
 def settings_class(raw: dict[str, Any], where: str) -> type:
@@ -76,14 +56,14 @@ def settings_class(raw: dict[str, Any], where: str) -> type:
     section: a key it does not have is an error naming the key, the data set, its settings
     and the data sets that have the key."""
     name = raw.get("name")
-    cls = dataset_class(name).Settings
+    cls = plugins.datasets[name].Settings
     fields = [f.name for f in dataclasses.fields(cls)]
     for key in raw:
         if key in fields:
             continue
         owners = [
-            other
-            for other, found in _DATASETS.items()
+            found.name
+            for found in plugins.datasets.entries()
             if key in {f.name for f in dataclasses.fields(found.Settings)}
         ]
         elsewhere = f" (but of {', '.join(owners)})" if owners else ""

@@ -31,7 +31,7 @@ class SentenceSettings:
 
 class DataSet(ABC):
     """One data set, read as its settings say: subclass it, set the class attributes and
-    register it (``register_dataset``).
+    register it where it is defined (``plugins.datasets.register``).
 
     ``Settings`` is the dataclass of the ``data`` section that names it; ``classes`` the
     class labels where they are fixed, as the data files write them (None: a task takes

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from treeattn import plugins
 from treeattn.data.cola import COLA_SPLITS, ColaExample, cola_path, load_cola, read_cola_file
 from treeattn.errors import FormatError
 from treeattn.parsing.tree_source import PARSER, RIGHT_BRANCHING, TreeSource
@@ -38,6 +39,7 @@ class ColaSettings(SentenceSettings):
     parser: str | None = None
 
 
+@plugins.datasets.register
 class Cola(DataSet):
     """CoLA's four splits, or a file in its format (``read_cola_file``)."""
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from treeattn import plugins
 from treeattn.errors import FormatError
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings, check_train_size
 from treeattn.tasks.sentences import LabeledSentence
@@ -24,6 +25,7 @@ class LabeledSettings(SentenceSettings):
     train_size: int | None = None
 
 
+@plugins.datasets.register
 class LabeledFiles(DataSet):
     """Its splits are the files of ``paths``; ``read_labeled_file`` says what they hold."""
 

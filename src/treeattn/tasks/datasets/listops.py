@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from treeattn import plugins
 from treeattn.data.listops import (
     OPERATORS,
     ListOpsExample,
@@ -33,6 +34,7 @@ class ListOpsSettings(SentenceSettings):
     operators: list = field(default_factory=lambda: list(OPERATORS))
 
 
+@plugins.datasets.register
 class ListOps(DataSet):
     """Expressions drawn as the settings say; a file holds ``label<TAB>expression`` lines."""
 

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from treeattn import plugins
 from treeattn.data.mccoy import TASKS, TRAIN_SIZE, Example, McCoyData, training_set
 from treeattn.data.mccoy.files import input_tree
 from treeattn.data.mccoy.generate import MIXES, SHARED_MIX
@@ -87,6 +88,7 @@ def pair_string(data: McCoyData, example: Example, gold: bool = True) -> Labeled
     return LabeledSentence([*example.source, *example.target], 0, tree)
 
 
+@plugins.datasets.register
 class McCoyStrings(DataSet):
     """A McCoy task's pairs as ``input output`` strings; ``pairs(split)`` gives the pairs
     themselves (for scoring a model's outputs)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from treeattn import plugins
 from treeattn.data.sst import IGNORE_LABEL, SentimentExample, binary_label, load_sst, read_sst_file
 from treeattn.parsing.tree_source import GOLD, PARSER, RIGHT_BRANCHING, TreeSource
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings, check_train_size
@@ -33,6 +34,7 @@ class SstSettings(SentenceSettings):
     parser: str | None = None
 
 
+@plugins.datasets.register
 class Sst5(DataSet):
     """SST's splits, or a file of one labeled tree per line."""
 
@@ -114,6 +116,7 @@ class Sst5(DataSet):
         return binary_unlabeled(tree)
 
 
+@plugins.datasets.register
 class Sst2(Sst5):
     name = "sst2"
     classes = ("0", "1")

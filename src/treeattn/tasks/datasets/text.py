@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from treeattn import plugins
 from treeattn.data.text import check_corpora, text_corpora
 from treeattn.parsing.tree_source import PARSER, RIGHT_BRANCHING
 from treeattn.tasks.datasets.base import DataSet, SentenceSettings
@@ -32,6 +33,7 @@ class TextSettings(SentenceSettings):
     start_token: bool = False  # <s> before every sentence
 
 
+@plugins.datasets.register
 class Text(DataSet):
     """The corpora's splits, or a file of one tokenized sentence per line."""
 
