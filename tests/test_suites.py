@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
-import treeattn.evaluation.suites as registry
 from tests import toy_suite
 from treeattn.cli import main
 from treeattn.engine.report import lm_eval_scores
 from treeattn.evaluation import evaluate_language_model
 from treeattn.evaluation.scoring import TableModel
+from treeattn.plugins import suites as registry
 
 BIGRAMS = {("<s>", "the"): 0.5, ("the", "dog"): 0.4, ("dog", "barks"): 0.6, ("dog", "bark"): 0.1}
 
@@ -32,12 +32,12 @@ def toy():
 
 
 def test_the_package_s_suites_are_registered_in_their_order():
-    assert registry.suite_names()[:4] == ["blimp", "syntaxgym", "agreement", "perplexity"]
-    shared = {suite.name: suite.shared for suite in registry.suites()}
+    assert registry.names()[:4] == ["blimp", "syntaxgym", "agreement", "perplexity"]
+    shared = {suite.name: suite.shared for suite in registry.entries()}
     assert shared == {"blimp": "blimp", "syntaxgym": "syntaxgym", "agreement": "sva"} | {
         "perplexity": None
     }
-    assert all(suite.description and suite.option.help for suite in registry.suites())
+    assert all(suite.description and suite.option.help for suite in registry.entries())
 
 
 def test_a_suite_in_a_file_of_its_own_runs_through_lm_eval(toy, tmp_path, capsys, monkeypatch):
@@ -64,7 +64,7 @@ def test_a_suite_in_a_file_of_its_own_runs_through_lm_eval(toy, tmp_path, capsys
     # Named in --only without its file, it says what it needs.
     assert main(["lm-eval", "table", "--only", toy]) == 2
     assert f"--only {toy} needs --{toy} FILE" in capsys.readouterr().err
-    # `treeattn mechanisms` lists it with the package's registry.
+    # `treeattn plugins` lists it with the package's registry.
     assert main(["mechanisms"]) == 0
     listed = capsys.readouterr().out
     assert re.search(rf"^  {toy} +none \(--{toy} FILE\); tab-separated pairs", listed, re.M)
@@ -82,9 +82,7 @@ def test_an_unregistered_suite_is_gone_from_the_command(tmp_path, capsys):
 
 
 def test_an_installed_package_s_suite_is_found_by_its_entry_point(monkeypatch):
-    entry = importlib.metadata.EntryPoint(
-        toy_suite.NAME, "tests.toy_suite:TabPairsSuite", registry.ENTRY_POINTS
-    )
+    entry = importlib.metadata.EntryPoint(toy_suite.NAME, "tests.toy_suite:SUITE", registry.group)
     asked = []
 
     def entry_points(group):
@@ -94,27 +92,27 @@ def test_an_installed_package_s_suite_is_found_by_its_entry_point(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
     monkeypatch.setattr(registry, "_loaded", False)  # as if the registry were read first now
     try:
-        assert registry.suite_names()[-1] == toy_suite.NAME
-        assert isinstance(registry.evaluation_suite(toy_suite.NAME), toy_suite.TabPairsSuite)
-        registry.suite_names()
-        assert asked == [registry.ENTRY_POINTS]  # read once
+        assert registry.names()[-1] == toy_suite.NAME
+        assert isinstance(registry[toy_suite.NAME], toy_suite.TabPairsSuite)
+        registry.names()
+        assert asked == [registry.group]  # read once
     finally:
         toy_suite.unregister()
 
 
 def test_a_broken_plug_in_is_named(monkeypatch):
-    entry = importlib.metadata.EntryPoint("broken", "no_such_module:Suite", registry.ENTRY_POINTS)
+    entry = importlib.metadata.EntryPoint("broken", "no_such_module:Suite", registry.group)
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [entry])
     monkeypatch.setattr(registry, "_loaded", False)
     with pytest.raises(RuntimeError, match="evaluation suite 'broken' .*failed to load"):
-        registry.suite_names()
+        registry.names()
 
 
 def test_a_suite_name_must_be_an_option_name():
     suite = toy_suite.TabPairsSuite()
     suite.name = "Tab Pairs"
     with pytest.raises(ValueError, match="lower-case letters"):
-        registry.register_suite(suite)
+        registry.register(suite)
 
 
 def test_the_registry_and_the_command_s_options_need_no_torch():
@@ -122,8 +120,8 @@ def test_the_registry_and_the_command_s_options_need_no_torch():
         "import sys, argparse\n"
         "from treeattn.cli.lm_eval import add_lm_eval\n"
         "add_lm_eval(argparse.ArgumentParser().add_subparsers())\n"
-        "from treeattn.evaluation.suites import suite_names\n"
-        "assert suite_names()[:4] == ['blimp', 'syntaxgym', 'agreement', 'perplexity']\n"
+        "from treeattn.plugins import suites\n"
+        "assert suites.names()[:4] == ['blimp', 'syntaxgym', 'agreement', 'perplexity']\n"
         "assert 'torch' not in sys.modules, 'torch imported to read the suites'\n"
     )
     subprocess.run([sys.executable, "-c", check], check=True, timeout=300)

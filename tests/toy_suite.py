@@ -10,15 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from treeattn import plugins
 from treeattn.errors import FormatError
-from treeattn.evaluation.suites import (
-    EvaluationSuite,
-    SourceOption,
-    Stage,
-    register_suite,
-    table,
-    unregister_suite,
-)
+from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage, table
 
 NAME = "tab-pairs"
 
@@ -62,9 +56,13 @@ class TabPairsSuite(EvaluationSuite):
         return table("tab pairs", [("overall", result.overall, len(result.pairs))], "accuracy")
 
 
+# What an entry point of the group treeattn.suites names (``tests.toy_suite:SUITE``).
+SUITE = TabPairsSuite()
+
+
 def register() -> EvaluationSuite:
-    return register_suite(TabPairsSuite())
+    return plugins.suites.register(SUITE)
 
 
 def unregister() -> None:
-    unregister_suite(NAME)
+    plugins.suites.unregister(NAME)

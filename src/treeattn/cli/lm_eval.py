@@ -21,9 +21,9 @@ def _option(name: str) -> str:
 
 def add_lm_eval(sub: argparse._SubParsersAction) -> None:
     # The suites' registry needs no torch: each registered suite is a --NAME option.
-    from treeattn.evaluation.suites import suites
+    from treeattn import plugins
 
-    found = suites()
+    found = plugins.suites.entries()
     defaults = [suite.name for suite in found if suite.default is not None]
     alone = "".join(
         f"; {s.name} alone: --only {s.name} --{s.name} {s.option.metavar}"
@@ -111,15 +111,15 @@ def add_lm_eval(sub: argparse._SubParsersAction) -> None:
 def _lm_eval(args: argparse.Namespace) -> int:
     import torch
 
+    from treeattn import plugins
     from treeattn.evaluation import evaluate_language_model
-    from treeattn.evaluation.suites import suites
     from treeattn.models.weights import WeightsError
 
     if args.threads:
         torch.set_num_threads(args.threads)
     only = set(args.only)
     sources = {}
-    for suite in suites():
+    for suite in plugins.suites.entries():
         given = getattr(args, _option(suite.name), None)
         if suite.default is None:  # a suite with no default source runs when given one
             if suite.name in only and given is None:

@@ -226,7 +226,6 @@ def _mechanisms(args: argparse.Namespace) -> int:
 
     from treeattn import plugins
     from treeattn.attention.registry import loss_names
-    from treeattn.evaluation.suites import suites
     from treeattn.models.registry import encoder_entry, encoder_names
     from treeattn.tasks import load_config, make_task
 
@@ -278,7 +277,7 @@ def _mechanisms(args: argparse.Namespace) -> int:
         )
         print(f"  {name:<14} {datasets}; {', '.join(task.splits)}")
     print("\nlm-eval suite (--only NAME, --NAME SOURCE): its default source; what it measures")
-    for suite in suites():
+    for suite in plugins.suites.entries():
         default = (
             f"$TREEATTN_DATA/{suite.shared}/"
             if suite.shared

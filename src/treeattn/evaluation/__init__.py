@@ -1,6 +1,6 @@
 """Scoring language models on targeted syntactic evaluations: BLiMP minimal pairs,
 SyntaxGym surprisal suites, subject-verb agreement and perplexity (each an evaluation
-suite, registered by name: ``treeattn.evaluation.suites``), for causal models (log-
+suite, registered by name in ``treeattn.plugins.suites``), for causal models (log-
 probabilities) and masked ones (pseudo-log-likelihood), ``transformers`` models in a local
 folder and this project's own language models alike.
 
@@ -18,13 +18,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from treeattn.evaluation.suites import (
-    EvaluationSuite,
-    evaluation_suite,
-    register_suite,
-    suite_names,
-    unregister_suite,
-)
+# isort: off
+# Each suite registers itself where it is defined: in this order, the order they run in.
+from treeattn.evaluation import blimp, syntaxgym, agreement, perplexity  # noqa: F401
+
+# isort: on
+from treeattn.evaluation.suites import EvaluationSuite
 
 # Where each name that needs torch lives, imported on first use.
 _LAZY = {
@@ -47,11 +46,7 @@ __all__ = [
     "TextScores",
     "TransformersLM",
     "evaluate_language_model",
-    "evaluation_suite",
     "load_language_model",
-    "register_suite",
-    "suite_names",
-    "unregister_suite",
 ]
 
 

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from treeattn import plugins
 from treeattn.data.paths import require_data
 from treeattn.errors import FormatError
 from treeattn.evaluation.blimp import accuracy_by
-from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage, register_suite, table
+from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage, table
 from treeattn.utf8 import read_utf8, text_lines
 
 if TYPE_CHECKING:
@@ -252,4 +253,4 @@ class AgreementSuite(EvaluationSuite):
         return lines
 
 
-register_suite(AgreementSuite())
+plugins.suites.register(AgreementSuite())

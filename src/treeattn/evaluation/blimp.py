@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from treeattn import plugins
 from treeattn.errors import FormatError
 from treeattn.evaluation.suites import (
     SHARED,
     EvaluationSuite,
     SourceOption,
     Stage,
-    register_suite,
     source_paths,
     table,
 )
@@ -203,4 +203,4 @@ class BlimpSuite(EvaluationSuite):
         return lines + table("BLiMP by paradigm (file)", rows, "accuracy")
 
 
-register_suite(BlimpSuite())
+plugins.suites.register(BlimpSuite())

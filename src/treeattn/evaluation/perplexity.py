@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from treeattn import plugins
 from treeattn.errors import FormatError
-from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage, register_suite
+from treeattn.evaluation.suites import EvaluationSuite, SourceOption, Stage
 
 if TYPE_CHECKING:
     from treeattn.evaluation.scoring import Progress, Scorer
@@ -110,4 +111,4 @@ class PerplexitySuite(EvaluationSuite):
         ]
 
 
-register_suite(PerplexitySuite())
+plugins.suites.register(PerplexitySuite())

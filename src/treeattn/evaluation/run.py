@@ -18,15 +18,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from treeattn import plugins
 from treeattn.evaluation.models import load_language_model
 from treeattn.evaluation.scoring import CAUSAL, PLL_TOKEN, LanguageModel, Progress, Scorer
-from treeattn.evaluation.suites import (
-    EvaluationSuite,
-    Stage,
-    evaluation_suite,
-    suite_names,
-    suites,
-)
+from treeattn.evaluation.suites import EvaluationSuite, Stage
 
 
 @dataclass
@@ -47,7 +42,7 @@ class LmEvaluation:
         """The overall scores, by benchmark."""
         found = {}
         for name, result in self.results.items():
-            found.update(evaluation_suite(name).headline(result))
+            found.update(plugins.suites[name].headline(result))
         return found
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,7 +55,7 @@ class LmEvaluation:
             "seconds": self.seconds,
         }
         for name, result in self.results.items():
-            out[name] = evaluation_suite(name).to_dict(result, self.seconds)
+            out[name] = plugins.suites[name].to_dict(result, self.seconds)
         return out
 
     def to_json(self) -> str:
@@ -73,7 +68,7 @@ class LmEvaluation:
             lines.append(f"subset  the first {self.limit} pairs or items of each file and set")
         lines.append("")
         for name, result in self.results.items():
-            lines += evaluation_suite(name).format(result, self.kind)
+            lines += plugins.suites[name].format(result, self.kind)
         return "\n".join(lines).rstrip() + "\n"
 
 
@@ -120,13 +115,13 @@ def evaluate_language_model(
     - ``agreement``: the sets named (default: ``linzen`` and ``gulordava``, from ``sva``);
     - ``perplexity``: a text file, one sentence a line (default: skip): perplexity per
       word and per piece (``treeattn.evaluation.perplexity``);
-    - any suite registered from elsewhere (``treeattn.evaluation.suites``).
+    - any suite registered from elsewhere (``treeattn.plugins.suites``).
 
     ``limit``: only the first so many pairs of each BLiMP file, items of each suite and
     items of each agreement set (a quick look). ``pll``: masked models' pseudo-log-
     likelihood, ``token`` or ``word-l2r``. ``progress``: a bar on a terminal.
     """
-    known = suite_names()
+    known = plugins.suites.names()
     unknown = sorted(set(sources) - set(known))
     if unknown:
         raise TypeError(
@@ -141,7 +136,7 @@ def evaluate_language_model(
     # Every input is read and checked before any model runs.
     chosen = [
         (suite, suite.read(source, limit))
-        for suite in suites()
+        for suite in plugins.suites.entries()
         if _given(source := sources.get(suite.name, suite.default))
     ]
     bar = tqdm(total=0, unit="sentence", disable=None if progress else True, leave=False)

@@ -8,23 +8,21 @@ checked before any model runs), how it scores them with a ``Scorer``
 (``treeattn.evaluation.scoring``), and how its result is shown: the headline figures, the
 JSON and the lines of the printed tables.
 
-Suites register themselves where they are defined (``register_suite(BlimpSuite())`` at
-the end of ``blimp.py``). The registry imports this package's own (``BUILT_IN``) and those
-that installed packages declare under the entry-point group ``treeattn.suites`` when it is
+Suites register themselves where they are defined, in the one registry
+(``plugins.suites.register(BlimpSuite())`` at the end of ``blimp.py``); the registry imports
+this package's own (``treeattn.evaluation`` imports them in the order they run) and those
+that installed packages name under the entry-point group ``treeattn.suites`` when it is
 first read, so that no caller names a suite. An outside package's ``pyproject.toml``::
 
     [project.entry-points."treeattn.suites"]
-    my_suite = "my_package.suite:MySuite"
+    my-suite = "my_package.suite:SUITE"
 
-names an ``EvaluationSuite`` (or a class of one, built with no arguments). Nothing here
-imports torch: ``treeattn --help`` lists the suites' options without it.
+names its ``EvaluationSuite``. Nothing here imports torch: ``treeattn --help`` lists the
+suites' options without it.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -38,10 +36,6 @@ if TYPE_CHECKING:
     from treeattn.evaluation.scoring import Progress, Scorer
 
 SHARED = "shared"  # a source read from the shared data folder ($TREEATTN_DATA)
-ENTRY_POINTS = "treeattn.suites"
-# This package's suites, by module of treeattn.evaluation, in the order they are run and
-# printed; suites from elsewhere follow in the order they were registered.
-BUILT_IN = ("blimp", "syntaxgym", "agreement", "perplexity")
 
 # ``stage(label, key)``: a context in which a suite scores (part of) its items, given the
 # progress bar and timed into the evaluation's ``seconds[key]``; by default the label is
@@ -65,7 +59,7 @@ class EvaluationSuite(ABC):
 
     ``name``: its key (``lm-eval --only NAME`` and ``--NAME``; the JSON's key; a keyword of
     ``evaluate_language_model``). ``title``: shown beside the progress bar. ``description``:
-    one line, what it measures (``treeattn mechanisms``). ``shared``: the folder of the
+    one line, what it measures (``treeattn plugins``). ``shared``: the folder of the
     shared data it reads by default (None: none). ``default``: the source it runs with when
     none is given (``SHARED``, set names, ...; None: it runs only when given one).
     ``option``: the command line's ``--NAME``.
@@ -118,69 +112,3 @@ def source_paths(source: str | Path | Sequence[str | Path], shared: str) -> list
     if isinstance(source, str | Path):
         source = [source]
     return [require_data(shared) if str(s) == SHARED else Path(s) for s in source]
-
-
-_SUITES: dict[str, EvaluationSuite] = {}
-_loaded = False
-
-
-def register_suite(suite: EvaluationSuite) -> EvaluationSuite:
-    """Make ``suite`` available by its name (call it where the suite is defined)."""
-    if not re.fullmatch(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*", suite.name):
-        raise ValueError(
-            f"suite name {suite.name!r}: lower-case letters, digits, _ and - (an option name)"
-        )
-    found = _SUITES.get(suite.name)
-    if found is not None and type(found) is not type(suite):
-        raise ValueError(f"an evaluation suite named {suite.name!r} is already registered")
-    _SUITES[suite.name] = suite
-    return suite
-
-
-def unregister_suite(name: str) -> None:
-    """Forget the suite ``name`` (one registered for a while, by a test or a plug-in)."""
-    _SUITES.pop(name, None)
-
-
-def _load() -> None:
-    """Import this package's suites and the entry points' (once: when first read)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILT_IN:
-        importlib.import_module(f"treeattn.evaluation.{module}")
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
-        try:
-            found = entry.load()
-            suite = found() if isinstance(found, type) else found
-        except Exception as error:  # a broken plug-in is named, not a bare traceback
-            raise RuntimeError(
-                f"evaluation suite {entry.name!r} ({entry.value}, entry point group "
-                f"{ENTRY_POINTS}) failed to load: {error}"
-            ) from error
-        if not isinstance(suite, EvaluationSuite):
-            raise TypeError(
-                f"entry point {entry.name!r} ({entry.value}) is no EvaluationSuite: {suite!r}"
-            )
-        if suite.name not in _SUITES:  # its module may have registered it already
-            register_suite(suite)
-
-
-def suite_names() -> list[str]:
-    """Every registered suite: this package's in ``BUILT_IN``'s order, then the others."""
-    _load()
-    rank = {name: k for k, name in enumerate(BUILT_IN)}
-    return sorted(_SUITES, key=lambda name: rank.get(name, len(BUILT_IN)))
-
-
-def evaluation_suite(name: str) -> EvaluationSuite:
-    _load()
-    if name not in _SUITES:
-        raise KeyError(f"unknown evaluation suite {name!r}; known: {', '.join(suite_names())}")
-    return _SUITES[name]
-
-
-def suites() -> list[EvaluationSuite]:
-    """The registered suites, in ``suite_names``' order."""
-    return [_SUITES[name] for name in suite_names()]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from treeattn import plugins
 from treeattn.errors import FormatError
 from treeattn.evaluation.blimp import files_of
 from treeattn.evaluation.formulas import Formula, parse_formula
@@ -38,7 +39,6 @@ from treeattn.evaluation.suites import (
     EvaluationSuite,
     SourceOption,
     Stage,
-    register_suite,
     source_paths,
     table,
 )
@@ -315,4 +315,4 @@ class SyntaxGymSuite(EvaluationSuite):
         return lines + table("SyntaxGym by suite", rows, "score")
 
 
-register_suite(SyntaxGymSuite())
+plugins.suites.register(SyntaxGymSuite())
