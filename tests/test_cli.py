@@ -231,10 +231,10 @@ def test_the_top_level_help_names_every_task(capsys):
 
 @pytest.mark.parametrize("command", ["view", "predict", "evaluate", "translate"])
 def test_a_help_that_names_the_shipped_parsers_names_them_all(capsys, command):
-    from treeattn.parsing.parser import SHIPPED
+    from treeattn import plugins
 
     text = " ".join(_help(capsys, command).split())
-    assert all(re.search(rf"\b{name}\b", text) for name in SHIPPED), command
+    assert all(re.search(rf"\b{name}\b", text) for name in plugins.parsers.names()), command
 
 
 def test_a_checkpoint_that_is_not_there_is_told_from_the_shipped_parsers(capsys, tmp_path):

@@ -14,9 +14,10 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
+from treeattn import plugins
 from treeattn.models.weights import WeightsError
 from treeattn.parsing import Parser
-from treeattn.parsing.parser import RESOURCES, SHIPPED, model_path
+from treeattn.parsing.parser import RESOURCES, model_path
 from treeattn.parsing.tree_source import TreeSource, file_sha256, parser_identity
 from treeattn.trees import Tree
 
@@ -50,9 +51,9 @@ def test_loading_and_parsing_leave_torchs_compiler_unimported():
 
 
 def test_the_shipped_parsers_are_found_by_name_and_the_default_is_accurate():
-    assert model_path(None) == SHIPPED["accurate"] == model_path("accurate")
-    assert model_path("fast") == SHIPPED["fast"]
-    for path in SHIPPED.values():
+    assert model_path(None) == plugins.parsers["accurate"].path == model_path("accurate")
+    assert model_path("fast") == plugins.parsers["fast"].path
+    for path in [found.path for found in plugins.parsers.entries()]:
         assert path.with_suffix(".md").is_file()  # every shipped parser has its card
     with pytest.raises(
         FileNotFoundError, match="the shipped parsers: accurate, fast, accurate-ptb"
@@ -61,7 +62,7 @@ def test_the_shipped_parsers_are_found_by_name_and_the_default_is_accurate():
 
 
 def test_the_accurate_parser_file_stays_within_25_mb_holding_the_encoders_changes():
-    path = SHIPPED["accurate"]
+    path = plugins.parsers["accurate"].path
     assert path.stat().st_size <= 25_000_000
     with safe_open(str(path), "pt") as f:
         keys = set(f.keys())
@@ -103,7 +104,7 @@ def test_the_accurate_parser_tags_a_question_and_an_imperative():
 @needs_minilm
 def test_the_parser_shipped_as_accurate_before_still_loads_by_name_and_file():
     old = RESOURCES / "parser-ptb-minilm.safetensors"
-    assert SHIPPED["accurate-ptb"] == old
+    assert plugins.parsers["accurate-ptb"].path == old
     parser = Parser.load(old, device="cpu")
     assert not parser.ud and parser.default_dependencies == "tree"
     parsed = parser.parse(["The cat sat on the mat."])[0]
@@ -115,20 +116,20 @@ def test_a_record_of_the_accurate_parser_before_names_its_file():
     record = {
         "source": "parser",
         "path": "accurate",
-        "sha256": file_sha256(SHIPPED["accurate-ptb"]),
+        "sha256": file_sha256(plugins.parsers["accurate-ptb"].path),
     }
     assert TreeSource.trained(record).parser == "accurate-ptb"
-    now = {**record, "sha256": file_sha256(SHIPPED["accurate"])}
+    now = {**record, "sha256": file_sha256(plugins.parsers["accurate"].path)}
     assert TreeSource.trained(now).parser == "accurate"
 
 
 @needs_minilm
 def test_the_accurate_parser_refuses_a_backbone_of_another_hash(tmp_path):
-    with safe_open(str(SHIPPED["accurate"]), "pt") as f:
+    with safe_open(str(plugins.parsers["accurate"].path), "pt") as f:
         meta = f.metadata()
     wrong = tmp_path / "wrong.safetensors"
     save_file(
-        load_file(str(SHIPPED["accurate"])),
+        load_file(str(plugins.parsers["accurate"].path)),
         str(wrong),
         metadata={**meta, "backbone_sha256": "0" * 64},
     )
@@ -171,7 +172,7 @@ def test_int8_is_refused_off_the_cpu():
 
 def test_a_record_of_the_parser_shipped_before_names_the_fast_one(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
-    fast = file_sha256(SHIPPED["fast"])
+    fast = file_sha256(plugins.parsers["fast"].path)
     source = TreeSource.trained({"source": "parser", "path": "shipped", "sha256": fast})
     assert source.parser == "fast"
     assert parser_identity(source.parser)["sha256"] == fast
@@ -180,7 +181,7 @@ def test_a_record_of_the_parser_shipped_before_names_the_fast_one(tmp_path, monk
     # A record names the parser as configured; None records the default's name.
     assert parser_identity(None)["path"] == "accurate"
     copied = tmp_path / "p.safetensors"
-    shutil.copy(SHIPPED["fast"], copied)
+    shutil.copy(plugins.parsers["fast"].path, copied)
     assert (
         TreeSource.trained({"source": "parser", "path": str(copied), "sha256": fast}).parser is None
     )

@@ -285,11 +285,12 @@ class TreeattnParser:
         warning, so that the pipeline parses as it did."""
         if reference.get("sha256") == self.sha256:
             return
-        from treeattn.parsing.parser import SHIPPED, Parser
+        from treeattn import plugins
+        from treeattn.parsing.parser import Parser
         from treeattn.parsing.tree_source import shipped_with_sha256
 
         saved_with = shipped_with_sha256(reference.get("sha256"))
-        if self.model in SHIPPED and saved_with is not None:
+        if self.model in plugins.parsers and saved_with is not None:
             warnings.warn(
                 f"{where}: the pipeline was saved with the parser {reference.get('model')!r}, "
                 f"shipped now as {saved_with!r}, which it keeps; {self.model!r} names another "
@@ -297,7 +298,7 @@ class TreeattnParser:
                 stacklevel=2,
             )
             self.model, self.sha256 = saved_with, reference["sha256"]
-            self.parser = Parser.load(SHIPPED[saved_with], int8=self.int8)
+            self.parser = Parser.load(plugins.parsers[saved_with].path, int8=self.int8)
         else:
             raise ValueError(
                 f"{where}: the pipeline was saved with the parser {reference.get('model')!r} "

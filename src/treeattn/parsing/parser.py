@@ -26,6 +26,7 @@ from typing import Any, overload
 
 import torch
 
+from treeattn import plugins
 from treeattn.engine.checkpoint import load_checkpoint
 from treeattn.engine.config import TrainConfig
 from treeattn.engine.distributed import pick_device
@@ -58,14 +59,42 @@ from treeattn.write_aside import write_aside
 # version 3 may store a tuned backbone's matrices as int8 changes (``deltas``).
 FORMAT, VERSION, READS = "treeattn-parser", "3", ("1", "2", "3")
 RESOURCES = Path(__file__).parent.parent / "resources"
-# The parsers shipped with treeattn, by name; each file has a card (.md) beside it.
-SHIPPED = {
-    "accurate": RESOURCES / "parser-joint-minilm.safetensors",
-    "fast": RESOURCES / "parser-ptb-sample.safetensors",
-    # The accurate parser until the joint one: trained on the PTB sample alone, kept so
-    # that the runs whose trees it gave can be repeated.
-    "accurate-ptb": RESOURCES / "parser-ptb-minilm.safetensors",
-}
+
+
+@dataclass(frozen=True)
+class ParserFile:
+    """A parser by name (``Parser.load(name)``, ``data.parser``, ``--model``): its file
+    and one line saying what it is. Those shipped with treeattn each have a card (.md)
+    beside the file."""
+
+    name: str
+    path: Path
+    description: str
+
+
+plugins.parsers.register(
+    ParserFile(
+        "accurate",
+        RESOURCES / "parser-joint-minilm.safetensors",
+        "the default: brackets, PTB tags and UD dependencies on MiniLM (PTB sample and EWT)",
+    )
+)
+plugins.parsers.register(
+    ParserFile(
+        "fast",
+        RESOURCES / "parser-ptb-sample.safetensors",
+        "trained from scratch on the PTB sample: no extra package, several times faster",
+    )
+)
+# The accurate parser until the joint one: trained on the PTB sample alone, kept so that
+# the runs whose trees it gave can be repeated.
+plugins.parsers.register(
+    ParserFile(
+        "accurate-ptb",
+        RESOURCES / "parser-ptb-minilm.safetensors",
+        "the default until the joint parser: brackets and tags on MiniLM (PTB sample)",
+    )
+)
 DEFAULT_MODEL = "accurate"
 # The layers of a pretrained backbone (``models.bert``) that ``int8`` quantizes: the
 # attention's projections, not its feed-forward layers.
@@ -425,11 +454,11 @@ def _one_a_sentence(
 
 
 def model_path(model: str | Path | None) -> Path:
-    """The file of a shipped parser's name (None: the default), or ``model`` as a path."""
+    """The file of a registered parser's name (None: the default), or ``model`` as a path."""
     model = DEFAULT_MODEL if model is None else model
-    path = SHIPPED.get(str(model), Path(model))
+    path = plugins.parsers[model].path if model in plugins.parsers else Path(model)
     if not path.is_file():
-        names = ", ".join(SHIPPED)
+        names = ", ".join(plugins.parsers.names())
         raise FileNotFoundError(f"no parser model at {model} (the shipped parsers: {names})")
     return path
 

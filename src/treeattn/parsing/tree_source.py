@@ -35,9 +35,10 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from treeattn import plugins
 from treeattn.data.paths import cache_dir
 from treeattn.errors import FormatError
-from treeattn.parsing.parser import DEFAULT_MODEL, SHIPPED, Parser, model_path
+from treeattn.parsing.parser import DEFAULT_MODEL, Parser, model_path
 from treeattn.trees import Tree
 from treeattn.trees.tokenize import escape
 from treeattn.trees.treebank import parse_treebank_line
@@ -68,7 +69,7 @@ def shipped_with_sha256(sha256: str | None) -> str | None:
     """The name of the shipped parser whose file has ``sha256``, if one does: where a
     record naming a parser by a name since given to another file (``accurate``) finds
     the file it was made with."""
-    same = [name for name, path in SHIPPED.items() if file_sha256(path) == sha256]
+    same = [found.name for found in plugins.parsers.entries() if file_sha256(found.path) == sha256]
     return same[0] if same else None
 
 
@@ -150,8 +151,8 @@ class TreeSource:
         record names, if it names one)."""
         if parser is None:
             named = _OLD_SHIPPED_NAME.get(record.get("path", ""), record.get("path"))
-            parser = named if named in SHIPPED else None
-            if parser is not None and record.get("sha256") != file_sha256(SHIPPED[parser]):
+            parser = named if named in plugins.parsers else None
+            if parser is not None and record.get("sha256") != file_sha256(model_path(parser)):
                 # A name given to another file since (``accurate``).
                 parser = shipped_with_sha256(record.get("sha256")) or parser
         return cls(record["source"], parser, trained_on=record)

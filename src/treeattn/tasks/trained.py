@@ -11,12 +11,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from treeattn import plugins
 from treeattn.engine.checkpoint import load_checkpoint, task_state
 from treeattn.engine.config import Config
 from treeattn.engine.distributed import pick_device
 from treeattn.engine.task import Encoded, Task
 from treeattn.parsing import Parser
-from treeattn.parsing.parser import SHIPPED
 from treeattn.tasks import config_from_dict, make_task
 from treeattn.tasks.parse import ParseTask
 
@@ -76,15 +76,15 @@ class Trained:
 def load_trained(checkpoint: str | Path, device: str = "auto") -> Trained:
     """A checkpoint written by ``treeattn train`` (also one written before tasks had names),
     a parser file (``.safetensors``, ``treeattn export-parser``) or a shipped parser's name
-    (``SHIPPED``: ``accurate``, ``fast``, ``accurate-ptb``)."""
-    if str(checkpoint) in SHIPPED or str(checkpoint).endswith(".safetensors"):
+    (``plugins.parsers``: ``accurate``, ``fast``, ``accurate-ptb``)."""
+    if str(checkpoint) in plugins.parsers or str(checkpoint).endswith(".safetensors"):
         parser = Parser.load(checkpoint, device)
         task = ParseTask.from_parser(parser)
         return Trained(task.cfg, task, parser.model, parser.device)
     if not Path(checkpoint).is_file():
         raise FileNotFoundError(
             f"no checkpoint at {checkpoint}, nor a shipped parser of that name "
-            f"({', '.join(SHIPPED)})"
+            f"({', '.join(plugins.parsers.names())})"
         )
     state = load_checkpoint(checkpoint)
     if not isinstance(state, dict) or not {"model", "config"} <= set(state):
