@@ -6,10 +6,14 @@ For each task (question formation, tense reinflection): the input sentences (the
 declarative with its full stop, no task word) and the correct outputs of the first
 ``--train`` generated training pairs (what tree regularization reads) and of the shared
 gen split (where the two rules part), each parsed alone from its words as
-``treeattn.tasks.datasets.mccoy`` parses them. Scores: corpus unlabeled F1 over spans of
-two or more words, the whole sentence and the final ``.`` or ``?`` left out (as EVALB
-leaves punctuation out; ``treeattn.metrics.unsupervised``), and the share of sentences
-whose spans are exactly the grammar's.
+``treeattn.tasks.datasets.mccoy`` parses them (a split's inputs and outputs in one call,
+as training makes them, so that a training run's cached trees serve ``--train 100000``).
+Scores: corpus unlabeled F1 over spans of two or more words, the whole sentence and the
+final ``.`` or ``?`` left out (as EVALB leaves punctuation out;
+``treeattn.metrics.unsupervised``), and the share of sentences whose spans are exactly the
+grammar's. The inputs are also scored by what modifies their main subject
+(``treeattn.data.mccoy.scores.subject_type``), with the share whose whole main subject is a
+span of the parser's tree.
 
     OMP_NUM_THREADS=2 python -m benchmarks.mccoy_parser_f1 --threads 2
 """
@@ -30,6 +34,7 @@ from benchmarks.common import (
     write_results,
 )
 from treeattn.data.mccoy import TASKS, TRAIN_SIZE, McCoyData, training_set
+from treeattn.data.mccoy.scores import subject_type
 from treeattn.metrics.unsupervised import nontrivial, project_spans, unlabeled_f1
 from treeattn.parsing.tree_source import PARSER, TreeSource
 from treeattn.tasks.datasets.mccoy import sentence_trees
@@ -63,11 +68,47 @@ def scores(gold: list[Tree], parsed: list[Tree]) -> dict[str, float]:
     }
 
 
+def subject_spans(gold: Tree, parsed: Tree) -> tuple[bool, bool]:
+    """Whether ``parsed`` has the gold tree's main subject as a span (the longest of the
+    gold spans that begin the sentence; the whole sentence is not one of them), and
+    whether its spans inside the subject are exactly the gold ones."""
+    gold_spans, parsed_spans = word_spans(gold), word_spans(parsed)
+    start, end = max((span for span in gold_spans if span[0] == 0), key=lambda span: span[1])
+
+    def inside(spans: set[tuple[int, int]]) -> set[tuple[int, int]]:
+        return {span for span in spans if start <= span[0] and span[1] <= end}
+
+    return (start, end) in parsed_spans, inside(gold_spans) == inside(parsed_spans)
+
+
+def by_subject(gold: list[Tree], parsed: list[Tree], kinds: list[str]) -> list[dict]:
+    """``scores`` of the sentences of each kind of main subject, in order of first
+    appearance, with the shares whose main subject the parser keeps whole and whose
+    subject it brackets exactly as the grammar does."""
+    groups: dict[str, list[int]] = {}
+    for k, kind in enumerate(kinds):
+        groups.setdefault(kind, []).append(k)
+    results = []
+    for kind, chosen in groups.items():
+        g, p = [gold[k] for k in chosen], [parsed[k] for k in chosen]
+        kept, exact = zip(*(subject_spans(a, b) for a, b in zip(g, p, strict=True)), strict=True)
+        results.append(
+            {
+                "subject": kind,
+                **scores(g, p),
+                "subject_kept": 100.0 * sum(kept) / len(g),
+                "subject_exact": 100.0 * sum(exact) / len(g),
+            }
+        )
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parser", default=None, help="accurate (the default), fast, or a file")
     p.add_argument("--train", type=int, default=2000, help="generated training pairs scored")
     p.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
+    p.add_argument("--splits", nargs="+", choices=["train", "gen"], default=["train", "gen"])
     add_run_arguments(p, "mccoy_parser_f1.json/.md", 0.0, "20 pairs a split")
     args = finish_run_arguments(p.parse_args(argv))
     device = start_device(args)
@@ -80,22 +121,24 @@ def main(argv: list[str] | None = None) -> None:
     source = TreeSource(PARSER, args.parser)
     start = time.perf_counter()
     rows, results = [], []
+    subject_rows, subject_results = [], []
     for name in args.tasks:
         data = McCoyData.load(name)
         splits = {
             "train": training_set(data, train_size)[: args.train],
             "gen": data.load_split("gen")[:limit],
         }
-        for split, examples in splits.items():
-            for part in ("input", "output"):
-                if part == "input":
-                    words = [e.source[:-1] for e in examples]
-                    gold = [e.sentence.tree for e in examples]
-                else:
-                    words = [e.target for e in examples]
-                    gold = [data.output_tree(e) for e in examples]
-                parsed = sentence_trees(source, words, f"{name} {split} {part}s")
-                result = {"task": name, "split": split, "part": part, **scores(gold, parsed)}
+        for split in args.splits:
+            examples = splits[split]
+            inputs = [e.source[:-1] for e in examples]
+            outputs = [e.target for e in examples]
+            parsed = sentence_trees(source, inputs + outputs, f"{name} {split} sentences")
+            parts = {
+                "input": ([e.sentence.tree for e in examples], parsed[: len(examples)]),
+                "output": ([data.output_tree(e) for e in examples], parsed[len(examples) :]),
+            }
+            for part, (gold, made) in parts.items():
+                result = {"task": name, "split": split, "part": part, **scores(gold, made)}
                 results.append(result)
                 rows.append(
                     [
@@ -108,15 +151,55 @@ def main(argv: list[str] | None = None) -> None:
                     ]
                 )
                 print(rows[-1], flush=True)
+            gold, made = parts["input"]
+            kinds = [subject_type(e.sentence) for e in examples]
+            for result in by_subject(gold, made, kinds):
+                subject_results.append({"task": name, "split": split, **result})
+                subject_rows.append(
+                    [
+                        name,
+                        split,
+                        result["subject"],
+                        result["sentences"],
+                        fmt(result["f1"]),
+                        fmt(result["exact"]),
+                        fmt(result["subject_kept"]),
+                        fmt(result["subject_exact"]),
+                    ]
+                )
     seconds = time.perf_counter() - start
     info = machine_info(device)
     table = markdown_table(
         ["task", "split", "part", "sentences", "unlabeled F1", "exact tree %"], rows
     )
+    subject_table = markdown_table(
+        [
+            "task",
+            "split",
+            "main subject",
+            "inputs",
+            "unlabeled F1",
+            "exact tree %",
+            "subject kept %",
+            "subject exact %",
+        ],
+        subject_rows,
+    )
     parser = args.parser or "accurate"
-    markdown = f"McCoy sentences, parser {parser} ({machine_line(info)})\n\n{table}\n"
+    markdown = (
+        f"McCoy sentences, parser {parser} ({machine_line(info)})\n\n{table}\n\n"
+        f"The inputs by what modifies the main subject:\n\n{subject_table}\n"
+    )
     print(markdown)
-    write_results(args, "mccoy_parser_f1", info, seconds, markdown, results=results)
+    write_results(
+        args,
+        "mccoy_parser_f1",
+        info,
+        seconds,
+        markdown,
+        results=results,
+        by_subject=subject_results,
+    )
 
 
 if __name__ == "__main__":
