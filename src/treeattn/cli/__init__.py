@@ -24,7 +24,7 @@ treeattn: syntax inside Transformer attention.
 
 Train, evaluate and run Transformer encoders whose attention mechanism is
 chosen by name (and tree encoders: hierarchical accumulation, Tree-LSTM;
-listed by `treeattn mechanisms`) on a task (classify, mlm, causal-lm, parse,
+listed by `treeattn plugins`) on a task (classify, mlm, causal-lm, parse,
 translate, hierarchical_generalization), parse raw text with the label
 attention parser, translate with a trained model, look at what models
 learned (attention maps, latent trees, induced constituency trees, label
@@ -36,7 +36,7 @@ built-in ListOps demo.
 EPILOG = f"""\
 examples:
   treeattn demo
-  treeattn mechanisms
+  treeattn plugins
   treeattn train configs/sst5-vanilla.yaml --set seed=2 --set out_dir=runs/s2
   treeattn evaluate runs/s2/best.pt test
   printf 'The cat sat on the mat.\\nDogs bark.\\n' | treeattn parse
@@ -87,7 +87,7 @@ COMMANDS = (
     cache.add_cache,
     data.add_data,
     training.add_demo,
-    training.add_mechanisms,
+    training.add_plugins,
 )
 
 

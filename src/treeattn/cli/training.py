@@ -208,20 +208,21 @@ def _demo(args: argparse.Namespace) -> int:
     return OK
 
 
-def add_mechanisms(sub: argparse._SubParsersAction) -> None:
+def add_plugins(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "mechanisms",
-        help="list the attention mechanisms, tree encoders, tree losses and tasks a config "
-        "can name",
-        description="Every value model.attention takes, as registered (what each reads "
-        "of a sentence besides its tokens, what it gives back, its attention_options with "
-        "their defaults), every value model.tree_loss takes (with its tree_loss_options), "
-        "every task with its data sets and splits, and every suite lm-eval scores.",
+        "plugins",
+        aliases=["mechanisms"],
+        help="list every plug-in by kind: mechanisms, tree losses, tasks, data sets, "
+        "evaluation suites, analyses, parsers",
+        description="Each kind of plug-in in turn, as registered here or by another "
+        "package's entry points (group treeattn.KIND): model.attention with what each reads, "
+        "gives and its attention_options; model.tree_loss; tasks with their data sets and "
+        "splits; data.name; lm-eval's suites; the analyses; the parsers by name.",
     )
-    p.set_defaults(run=_mechanisms)
+    p.set_defaults(run=_plugins)
 
 
-def _mechanisms(args: argparse.Namespace) -> int:
+def _plugins(args: argparse.Namespace) -> int:
     from dataclasses import MISSING, fields
 
     from treeattn import plugins
@@ -284,4 +285,17 @@ def _mechanisms(args: argparse.Namespace) -> int:
             else f"none (--{suite.name} {suite.option.metavar})"
         )
         print(f"  {suite.name:<14} {default}; {suite.description}")
+    print("\ndata.name (a data set with settings of its own): the tasks that read it")
+    for found in plugins.datasets.entries():
+        tasks = plugins.tasks.entries()
+        readers = [t.name for t in tasks if found.name in getattr(t, "datasets", ())]
+        print(f"  {found.name:<14} {', '.join(readers) or 'none'}")
+    print("\nanalysis (treeattn NAME CHECKPOINT): what it shows; the mechanisms it applies to")
+    mechanisms = plugins.mechanisms.entries()
+    for analysis in plugins.analyses.entries():
+        able = [m.name for m in mechanisms if analysis.name in m.capabilities.analyses]
+        print(f"  {analysis.name:<14} {analysis.description}; {', '.join(able) or 'none'}")
+    print("\nparser (Parser.load(NAME), data.parser, --model): what it is")
+    for parser in plugins.parsers.entries():
+        print(f"  {parser.name:<14} {parser.description}")
     return OK
