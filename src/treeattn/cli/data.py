@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from treeattn.cli.status import BAD_INPUT, OK
 
 if TYPE_CHECKING:
-    from treeattn.data.check import DataSet, SplitCheck
+    from treeattn.data.check import DataFolder, SplitCheck
 
 
 # The folders `treeattn lm-eval` reads by default (its BLiMP, SyntaxGym and agreement sets).
@@ -92,7 +92,7 @@ def _data(args: argparse.Namespace) -> int:
     return OK
 
 
-def _split_line(split: SplitCheck, data_set: DataSet) -> str:
+def _split_line(split: SplitCheck, data_set: DataFolder) -> str:
     if split.problem:
         return split.problem
     files = f"{split.files} files, " if split.files > 1 else ""

@@ -23,9 +23,10 @@ from treeattn.data.ud import UD_FOLDER, UD_SPLITS, load_ud
 
 
 @dataclass(frozen=True)
-class DataSet:
-    """A data set as the layout has it: its folder, its files per split, the count of its
-    public release, and how to count what a folder holds (the readers training uses)."""
+class DataFolder:
+    """A data set's folder as the layout has it: its files per split, the count of its
+    public release, and how to count what a folder holds (the readers training uses). Not
+    ``tasks.datasets.DataSet``, a data set as a config's ``data.name`` reads it."""
 
     folder: str
     release: str  # where it comes from, in a few words
@@ -58,7 +59,7 @@ class SplitCheck:
 
 @dataclass(frozen=True)
 class SetCheck:
-    data_set: DataSet
+    data_set: DataFolder
     splits: list[SplitCheck]
 
     @property
@@ -93,7 +94,7 @@ def _mccoy_pairs(root: Path, split: str) -> int:
 
 
 DATA_SETS = (
-    DataSet(
+    DataFolder(
         "sst",
         "Stanford Sentiment Treebank (Socher et al. 2013), its PTB-bracketed trees/",
         "configs/sst*.yaml, text corpora sst",
@@ -102,7 +103,7 @@ DATA_SETS = (
         {"train": 8544, "dev": 1101, "test": 2210},
         lambda root, split: len(load_sst(split, root)),
     ),
-    DataSet(
+    DataFolder(
         COLA_FOLDER,
         "CoLA (Warstadt et al. 2019), nyu-mll/CoLA-baselines' cola_public/raw",
         "configs/cola-*.yaml (train less a carved dev; both dev files held out)",
@@ -111,7 +112,7 @@ DATA_SETS = (
         {"in_domain_train": 8551, "in_domain_dev": 527, "out_of_domain_dev": 516},
         lambda root, split: len(read_cola_file(root / COLA_FOLDER / f"{split}.tsv")),
     ),
-    DataSet(
+    DataFolder(
         "ptb-sample",
         "NLTK's 10% sample of the Penn Treebank WSJ (treebank/combined)",
         "configs/ptb-parser*.yaml, configs/text-*.yaml, induce --ptb",
@@ -123,7 +124,7 @@ DATA_SETS = (
         {"train": 3068, "dev": 433, "test": 413},
         lambda root, split: len(load_ptb_sample(split, root)),
     ),
-    DataSet(
+    DataFolder(
         UD_FOLDER,
         "Universal Dependencies English Web Treebank, UD 2.16",
         "configs/ud-parser*.yaml, text corpora ewt",
@@ -132,7 +133,7 @@ DATA_SETS = (
         {"train": 12544, "dev": 2001, "test": 2077},
         lambda root, split: len(load_ud(split, root)),
     ),
-    DataSet(
+    DataFolder(
         MULTI30K_FOLDER,
         "Multi30k task 1 (Elliott et al. 2016, 2017), raw en/de/fr",
         "configs/multi30k-*.yaml, text corpora multi30k",
@@ -141,7 +142,7 @@ DATA_SETS = (
         {"train": 29000, "val": 1014, "test_2016_flickr": 1000, "test_2017_flickr": 1000},
         _multi30k_lines,
     ),
-    DataSet(
+    DataFolder(
         MCCOY_FOLDER,
         "McCoy, Frank & Linzen (2020), question formation and tense reinflection",
         "configs/mccoy-*.yaml (the training sets are drawn from its cfgs/)",
@@ -157,7 +158,7 @@ DATA_SETS = (
 )
 
 
-def check_split(data_set: DataSet, root: Path, split: str) -> SplitCheck:
+def check_split(data_set: DataFolder, root: Path, split: str) -> SplitCheck:
     """A split's count as treeattn reads it, or what is missing or unreadable."""
     names = data_set.files[split]
     absent = tuple(name for name in names if not (root / data_set.folder / name).is_file())
@@ -169,5 +170,5 @@ def check_split(data_set: DataSet, root: Path, split: str) -> SplitCheck:
         return SplitCheck(split, len(names), error=f"unreadable: {error}")
 
 
-def check_data_set(data_set: DataSet, root: Path) -> SetCheck:
+def check_data_set(data_set: DataFolder, root: Path) -> SetCheck:
     return SetCheck(data_set, [check_split(data_set, root, split) for split in data_set.files])
