@@ -111,3 +111,17 @@ def test_plugins_lists_every_kind(capsys):
     assert re.search(r"^  induce +trees read off the model.*; constituent$", text, re.M)
     assert main(["mechanisms"]) == 0  # its name before there were other kinds
     assert capsys.readouterr().out == text
+
+
+def test_the_toy_task_is_found_by_its_name_alone(tmp_path, capsys):
+    """A task in a file of its own (tests/toy_task.py, registered where it is defined):
+    a config names it, and `treeattn plugins` lists it with its splits."""
+    from tests.toy_task import CountTask
+    from treeattn.tasks import load_config, make_task
+
+    assert plugins.tasks["count"] is CountTask
+    cfg = load_config(None, ["task=count", "data.longest=5", f"out_dir={tmp_path}"])
+    task = make_task(cfg)
+    assert isinstance(task, CountTask) and task.cfg.data.longest == 5
+    assert main(["plugins"]) == 0
+    assert re.search(r"^  count +-; train, dev, test$", capsys.readouterr().out, re.M)
