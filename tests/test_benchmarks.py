@@ -31,12 +31,13 @@ ROOT = Path(__file__).parents[1]
         "ewt_conll18",
         "parse_speed",
         "mccoy_parser_f1",
+        "parser_questions",
     ],
 )
 @pytest.mark.slow
 def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
     needs_data = ("translation", "tree_dependencies", "spacy_speed", "lm_speed", "ewt_tags")
-    needs_data += ("parse_speed", "mccoy_parser_f1")
+    needs_data += ("parse_speed", "mccoy_parser_f1", "parser_questions")
     if script in (*needs_data, "ewt_conll18"):
         # Multi30k, the PTB sample, BLiMP, EWT; skips without them
         request.getfixturevalue("shared_data")
@@ -77,6 +78,9 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
         assert len(results["speed"]) == 12 and len(scores) == 8  # 3 inputs, 4 parsers
         assert all(0 < found["f1"] <= 100 for found in scores.values())
         assert "las" in scores["accurate int8 + feed-forward"]
+    if script == "parser_questions":  # 20 EWT questions, each given a root; 18 written
+        assert sum(results["counts"]["all"].values()) == 20
+        assert len(results["written"]) == 18
     if script == "parser_chart":
         # Batched and one sentence at a time give the same loss (the library rows, when
         # installed, are reported, not asserted).
