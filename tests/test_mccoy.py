@@ -284,9 +284,18 @@ def test_training_set_is_cached_by_size_and_seed(tense, tmp_path, monkeypatch):
 # -- sequence to sequence -------------------------------------------------------------------
 
 
-def test_a_tiny_model_trains_on_a_small_generated_set(question, tmp_path, monkeypatch):
-    """End to end with the encoder that reads the grammar's trees (the plain one reads
-    less of the same batches)."""
+@pytest.mark.parametrize(
+    "model",
+    [
+        ["model.attention=hierarchical"],
+        ["model.tree_loss=tree-regularization", "model.tree_loss_options.layers=[1]"],
+    ],
+    ids=["hierarchical", "tree-regularization"],
+)
+def test_a_tiny_model_trains_on_a_small_generated_set(question, tmp_path, monkeypatch, model):
+    """End to end with the encoder that reads the grammar's trees, and with the plain
+    encoder under tree regularization from the same trees (the plain one alone reads less
+    of the same batches)."""
     monkeypatch.setenv("TREEATTN_CACHE", str(tmp_path / "cache"))
     splits = {}
     for split in ("dev", "test", "gen"):  # the first lines of each shared split
@@ -301,7 +310,7 @@ def test_a_tiny_model_trains_on_a_small_generated_set(question, tmp_path, monkey
             "data.train_size=200",
             "data.watch_gen=10",
             *(f"data.paths.{split}={path}" for split, path in splits.items()),
-            "model.attention=hierarchical",
+            *model,
             "model.d_model=32",
             "model.n_heads=2",
             "model.n_layers=1",
@@ -329,3 +338,5 @@ def test_a_tiny_model_trains_on_a_small_generated_set(question, tmp_path, monkey
     assert all(sum(r[k] for k in shares) == pytest.approx(100) for r in evaluations)
     assert all(r["gen_count"] == 10 for r in evaluations)
     assert (tmp_path / "cache" / "mccoy").is_dir()
+    steps = [r for r in logged if "train_loss" in r]
+    assert steps and all(("train_tree_loss" in r) == ("tree_loss" in model[0]) for r in steps)

@@ -147,6 +147,35 @@ def test_attention_dropout_reaches_every_attention_and_nothing_else(prefixes, tm
     } == {0.3}
 
 
+TREE_REGULARIZATION = (
+    "data.trees=right-branching",
+    "model.tree_loss=tree-regularization",
+    "model.tree_loss_options.layers=[1]",
+)
+
+
+def test_tree_regularization_reads_each_training_sources_tree_over_its_pieces(prefixes, tmp_path):
+    """The loss's spans run over the source's pieces (the root spans them all); only the
+    training split is given trees, and the loss is added to the next-word loss."""
+    task, pairs, where = fitted(prefixes, tmp_path, *TREE_REGULARIZATION)
+    data = task.encode(pairs, where)
+    assert all(p.tree is not None for p in pairs)
+    for targets, source in zip(data.tree_targets, data.sources, strict=True):
+        assert int(targets[:, 1].max()) == len(source.ids)
+    assert any(
+        len(source.ids) > len(p.words) for source, p in zip(data.sources, pairs, strict=True)
+    )
+    val, _ = task.read("val")
+    assert all(p.tree is None for p in val)
+    torch.manual_seed(0)
+    model = task.build_model()
+    batch = data.batch(range(8))
+    with_loss = task.loss(model, batch)
+    assert task.loss_terms()["tree_loss"] > 0
+    task.cfg.model.tree_loss_weight = 0.0
+    assert task.loss(model, batch) < with_loss
+
+
 @pytest.mark.slow
 def test_a_model_trained_on_twenty_pairs_translates_them_back(prefixes, tmp_path):
     task, pairs, where = fitted(prefixes, tmp_path, "model.d_model=64", "model.d_ff=128")

@@ -178,7 +178,7 @@ class HierarchicalGeneralizationTask(TranslateTask):
                     f"{path!r} is neither a split ({', '.join(MCCOY_SPLITS)}) nor a file"
                 )
             examples = self.data.read(path)
-        return self._pairs(examples, where), where
+        return self._pairs(examples, where, for_loss=source == self.train_split), where
 
     def _where(self, source: str) -> str:
         """How errors and logs name a split (or a file)."""
@@ -189,8 +189,8 @@ class HierarchicalGeneralizationTask(TranslateTask):
             return f"{d.task} {source}" + (f" ({d.paths[source]})" if source in d.paths else "")
         return source
 
-    def _pairs(self, examples: Sequence[Example], where: str) -> list[Pair]:
-        trees = self._source_trees(examples, where)
+    def _pairs(self, examples: Sequence[Example], where: str, for_loss: bool = False) -> list[Pair]:
+        trees = self._source_trees(examples, where, for_loss)
         return [
             GeneralizationPair(
                 " ".join(e.source), list(e.source), " ".join(e.target), tree, k, example=e
@@ -198,10 +198,12 @@ class HierarchicalGeneralizationTask(TranslateTask):
             for k, (e, tree) in enumerate(zip(examples, trees, strict=True), start=1)
         ]
 
-    def _source_trees(self, examples: Sequence[Example], where: str) -> list[Tree | None]:
-        """Each input's tree as the configured source gives it (None for encoders that read
-        none)."""
-        if not self._entry.needs_trees:
+    def _source_trees(
+        self, examples: Sequence[Example], where: str, for_loss: bool
+    ) -> list[Tree | None]:
+        """Each input's tree as the configured source gives it (None where neither the
+        encoder nor, ``for_loss``, the tree loss reads one)."""
+        if not self.reads_trees(for_loss):
             return [None] * len(examples)
         if self.tree_source.kind == GOLD:
             return [e.source_tree for e in examples]

@@ -16,6 +16,10 @@ refused. ``data.trees: right-branching`` gives every sentence the right-branchin
 instead (the control of the tree encoders), and ``data.trees: files`` your own trees
 (``data.tree_files``: split -> file, one bracketed tree a line).
 
+``model.tree_loss`` (tree regularization, ``models.tree_loss``) adds a loss on the
+encoder's hidden states from each training source's tree (each word's pieces a subtree
+under it); the trees are read for the training split alone, none at inference.
+
 The checkpoint is selected on val BLEU (beam search with ``data.beam_size``).
 """
 
@@ -47,7 +51,7 @@ from treeattn.engine.task import Selection, Task, evaluating
 from treeattn.errors import FormatError
 from treeattn.metrics.bleu import bleu
 from treeattn.models.decoder import TransformerDecoder
-from treeattn.models.inputs import EncoderInputs
+from treeattn.models.inputs import SUBWORD_NODE, EncoderInputs
 from treeattn.models.registry import (
     EncoderConfig,
     EncoderEntry,
@@ -56,6 +60,7 @@ from treeattn.models.registry import (
     encoder_entry,
 )
 from treeattn.models.translator import Translator
+from treeattn.models.tree_loss import TreeLossSettings, with_tree_loss
 from treeattn.parsing.tree_source import (
     FILES,
     PARSER,
@@ -65,6 +70,7 @@ from treeattn.parsing.tree_source import (
 )
 from treeattn.tasks.encoding import input_encoder
 from treeattn.trees import Tree
+from treeattn.trees.tensors import split_subwords
 from treeattn.trees.tokenize import tokenize
 
 MULTI30K = "multi30k"
@@ -94,7 +100,10 @@ class TranslateData:
 
 
 @dataclass
-class TranslateModel(EncoderConfig):
+class TranslateModel(EncoderConfig, TreeLossSettings):
+    """The encoder (``EncoderConfig``), the decoder's layers, and a loss on the encoder's
+    hidden states from each training source's tree (``TreeLossSettings``)."""
+
     decoder_layers: int | None = None  # default: n_layers
 
 
@@ -107,6 +116,7 @@ def check_encoder_decoder(m: TranslateModel, positive: dict[str, Any], where: st
     entry = check_encoder(m, where)
     if entry.module.cross_attends is None:
         raise ValueError(f"{where}: model.attention={m.attention} has no translation decoder")
+    m.check_tree_loss(where, entry.module)
 
 
 @dataclass(frozen=True)
@@ -126,18 +136,21 @@ class Pair:
 class TranslationBatch:
     """The source as the encoder reads it (pieces (B, n), and trees or gap distances where
     it reads them); ``targets`` (B, t + 1) the reference ids from the start word to the end
-    word, padded with 0."""
+    word, padded with 0; ``tree_targets``: what a tree loss reads of the sources' trees."""
 
     inputs: EncoderInputs
     targets: torch.Tensor
+    tree_targets: Any = None
 
     def to(self, device: torch.device) -> TranslationBatch:
-        return TranslationBatch(self.inputs.to(device), self.targets.to(device))
+        moved = None if self.tree_targets is None else self.tree_targets.to(device)
+        return TranslationBatch(self.inputs.to(device), self.targets.to(device), moved)
 
 
 class TranslationSet:
     """The sources as the encoder reads them (pieces, and trees or gap distances where it
-    reads them), the target ids and the references, encoded once."""
+    reads them), the target ids and the references, encoded once; with the task's tree
+    loss, its targets of every source that has a tree (the training split's)."""
 
     def __init__(self, task: TranslateTask, pairs: Sequence[Pair], where: str) -> None:
         m = task.cfg.model
@@ -146,6 +159,8 @@ class TranslationSet:
         self.sources = []
         self.targets: list[torch.Tensor] = []
         self.lengths: list[int] = []
+        self.tree_loss = task.tree_loss
+        self.tree_targets: list[Any] = []
         for pair in pairs:
             flat = [piece for word in pair.words for piece in task.pieces(word)]
             if len(flat) > m.max_length:
@@ -170,6 +185,8 @@ class TranslationSet:
                     pair.line,
                 )
             self.targets.append(torch.tensor(target, dtype=torch.long))
+            if self.tree_loss is not None:
+                self.tree_targets.append(task.piece_tree_targets(pair, f"{where}:{pair.line}"))
             # Batches are cut by pieces alone, phrase nodes not counted, so that every
             # encoder trains on the same batches of sentences.
             self.lengths.append(max(len(flat), len(target) - 1))
@@ -184,7 +201,11 @@ class TranslationSet:
     def batch(self, indices: Sequence[int]) -> TranslationBatch:
         inputs = self.inputs.batch([self.sources[i] for i in indices], PAD)
         targets, _ = pad_ids([self.targets[i] for i in indices], PAD)
-        return TranslationBatch(inputs, targets)
+        batch = TranslationBatch(inputs, targets)
+        chosen = [self.tree_targets[i] for i in indices] if self.tree_targets else []
+        if chosen and all(item is not None for item in chosen):
+            batch.tree_targets = self.tree_loss.collate(chosen)
+        return batch
 
 
 @plugins.tasks.register
@@ -207,6 +228,8 @@ class TranslateTask(Task):
         self.trees: dict[str, str] | None = None
         self.tree_source = TreeSource(cfg.data.trees, cfg.data.parser)
         self._pieces: dict[str, list[str]] = {}
+        self.tree_loss = cfg.model.build_tree_loss()
+        self._loss_terms: dict[str, torch.Tensor] = {}
 
     @classmethod
     def check_config(cls, cfg: Config, where: str) -> None:
@@ -283,7 +306,7 @@ class TranslateTask(Task):
         split_file = self.tree_source.kind == FILES and self.tree_source.file is None
         tree_file = d.tree_files.get(source) if split_file else None
         given = None if tree_file is None else read_tree_file(tree_file, sentences, split_lines)
-        trees = self._trees(sentences, where, given)
+        trees = self._trees(sentences, where, given, for_loss=source == self.train_split)
         return [
             Pair(line, words, target, tree, k)
             for k, ((line, target), words, tree) in enumerate(
@@ -303,14 +326,31 @@ class TranslateTask(Task):
         where: str,
         given: list[Tree] | None,
         cache: bool = True,
+        for_loss: bool = False,
     ) -> list[Tree | None]:
-        """The source trees an encoder that reads trees needs (None for the others):
-        ``given``, or the tree source's (its parses kept in the cache with ``cache``)."""
-        if not self._entry.needs_trees:
+        """The source trees an encoder that reads trees needs, or with ``for_loss`` (the
+        training split) a tree loss (None for the others): ``given``, or the tree source's
+        (its parses kept in the cache with ``cache``)."""
+        if not self.reads_trees(for_loss):
             return [None] * len(sentences)
         if given is not None:
             return given
         return self.tree_source.trees(sentences, where, cache=cache)
+
+    def reads_trees(self, for_loss: bool = True) -> bool:
+        """Whether sources need trees: the encoder reads them, or (``for_loss``: the
+        training split's) the tree loss does."""
+        return self._entry.needs_trees or (for_loss and self.tree_loss is not None)
+
+    def piece_tree_targets(self, pair: Pair, where: str) -> Any:
+        """The tree loss's targets of ``pair``'s source tree over its pieces (each word's
+        pieces a subtree under it; None where the pair has no tree)."""
+        if pair.tree is None:
+            return None
+        # The tree's leaves are the words escaped (-LRB-): each takes its own word's pieces.
+        words = iter(pair.words)
+        tree = split_subwords(pair.tree, lambda _leaf: self.pieces(next(words)), SUBWORD_NODE)
+        return self.tree_loss.targets(tree, where)
 
     def fit(self, train_examples: Sequence[Pair]) -> None:
         d = self.cfg.data
@@ -326,7 +366,7 @@ class TranslateTask(Task):
         """After the source's pieces are known: where the trees come from, and the phrase
         labels of an encoder that reads them."""
         self._pieces = {}
-        self.trees = self.tree_source.record() if self._entry.needs_trees else None
+        self.trees = self.tree_source.record() if self.reads_trees() else None
         if self._entry.reads_trees:
             inputs = input_encoder(self.cfg.model)
             self.node_vocab = Vocab.build(
@@ -406,14 +446,29 @@ class TranslateTask(Task):
         return Translator(encoder, decoder)
 
     def loss(self, model: nn.Module, batch: TranslationBatch) -> torch.Tensor:
-        """Label-smoothed cross-entropy of the next word, averaged over target words."""
-        logits = model(batch.inputs, batch.targets[:, :-1])
-        return F.cross_entropy(
-            logits.flatten(0, 1),
-            batch.targets[:, 1:].flatten(),
-            ignore_index=PAD,
-            label_smoothing=self.cfg.train.label_smoothing,
+        """Label-smoothed cross-entropy of the next word, averaged over target words; plus
+        ``model.tree_loss_weight`` times the tree loss of the same pass's encoder states
+        where ``model.tree_loss`` names one (logged apart as ``tree_loss``)."""
+
+        def next_word_loss() -> torch.Tensor:
+            logits = model(batch.inputs, batch.targets[:, :-1])
+            return F.cross_entropy(
+                logits.flatten(0, 1),
+                batch.targets[:, 1:].flatten(),
+                ignore_index=PAD,
+                label_smoothing=self.cfg.train.label_smoothing,
+            )
+
+        if self.tree_loss is None:
+            return next_word_loss()
+        loss, tree_loss = with_tree_loss(
+            self.cfg.model, self.tree_loss, model, batch.inputs, batch.tree_targets, next_word_loss
         )
+        self._loss_terms = {"tree_loss": tree_loss}
+        return loss
+
+    def loss_terms(self) -> dict[str, torch.Tensor]:
+        return self._loss_terms
 
     def translations(
         self,
