@@ -228,3 +228,50 @@ def test_base_forms_come_from_the_treebanks_lemmas():
     )
     forms = base_forms_from_ud(parse_conllu(conllu))
     assert forms == {("wrote", "VBD"): "write", ("writes", "VBZ"): "write"}
+
+
+# ---------------------------------------------------------------- in the parser's training data
+@pytest.fixture
+def data_root(tmp_path):
+    """``ptb-sample/`` with the two declaratives above in each split's range, and EWT
+    train giving "rejected" its base form."""
+    ptb, ud = tmp_path / "ptb-sample", tmp_path / "ud-en-ewt"
+    ptb.mkdir()
+    ud.mkdir()
+    for number in (1, 140, 170):  # train, dev, test
+        (ptb / f"wsj_{number:04d}.mrg").write_text(f"{COMMITTEE}\n( {COMPANY} )\n")
+    conllu = (
+        "# text = They rejected it\n"
+        "1\tThey\tthey\tPRON\tPRP\t_\t2\tnsubj\t_\t_\n"
+        "2\trejected\treject\tVERB\tVBD\t_\t0\troot\t_\t_\n"
+        "3\tit\tit\tPRON\tPRP\t_\t2\tobj\t_\t_\n\n"
+    )
+    for split in ("train", "dev", "test"):
+        (ud / f"en_ewt-ud-{split}.conllu").write_text(conllu)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", ["ptb-sample", "joint"])
+def test_the_parser_trains_on_questions_beside_the_declaratives(data_root, name, capsys):
+    from treeattn.tasks import load_config, make_task
+
+    settings = ["task=parse", f"data.name={name}", f"data.root={data_root}", "data.questions=1"]
+    task = make_task(load_config(None, settings))
+    examples, _ = task.read("train")
+    trees = [ex.tree for ex in examples if ex.tree is not None]
+    assert len(trees) == 4  # two declaratives, each also as a question or imperative
+    for tree in trees[2:]:  # after the declaratives
+        assert tree.label in ("SQ", "SBARQ") or [c.label for c in tree.children] == ["VP", "."]
+    assert all(ex.tree is not None for ex in examples[:4])
+    assert "2 of 2 declaratives made questions or imperatives" in capsys.readouterr().out
+    dev, _ = task.read("dev")
+    assert len([ex for ex in dev if ex.tree is not None]) == 2  # training only
+
+
+def test_questions_are_a_share_of_ptb_training_data():
+    from treeattn.tasks import load_config
+
+    with pytest.raises(ValueError, match="data.questions=1.5 is a share"):
+        load_config(None, ["task=parse", "data.questions=1.5"])
+    with pytest.raises(ValueError, match="data.questions is for data.name=ptb-sample or joint"):
+        load_config(None, ["task=parse", "data.name=ud-en-ewt", "data.questions=0.5"])

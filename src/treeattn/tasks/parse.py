@@ -26,6 +26,7 @@ from torch import nn
 
 from treeattn import plugins
 from treeattn.data.ptb import load_ptb_sample
+from treeattn.data.questions import base_forms_from_ud, make_questions
 from treeattn.data.ud import load_ud
 from treeattn.engine.config import Config, check_positive
 from treeattn.engine.task import Selection, Task
@@ -61,13 +62,20 @@ class ParseData:
     ``ptb_repeat`` (``joint`` only) is the mixing rule: each PTB training sentence comes
     that many times in an epoch beside each EWT sentence once, and batches are drawn from
     the union by the usual shuffled length buckets, so a treebank's expected share of
-    every batch is its share of the repeated union."""
+    every batch is its share of the repeated union.
+
+    ``questions`` (``ptb-sample`` and ``joint``): that share of the PTB sample's training
+    sentences, drawn with the run's seed, also comes as a question or an imperative made
+    from it (``treeattn.data.questions``: the Treebank's own inversion, do-support and
+    wh-fronting; base forms from EWT train's lemmas), beside the declarative; what was
+    made and what was refused, and why, is printed."""
 
     name: str = PTB
     root: str | None = None  # data folder; default from TREEATTN_DATA
     paths: dict = field(default_factory=dict)
     min_count: int = 1  # words seen fewer times in training become <unk>
     ptb_repeat: int = 1  # joint: each PTB training sentence this many times an epoch
+    questions: float = 0.0  # ptb-sample, joint: share of PTB training sentences made questions
 
 
 @plugins.tasks.register
@@ -111,6 +119,10 @@ class ParseTask(Task):
         check_positive({"data.min_count": d.min_count, "data.ptb_repeat": d.ptb_repeat}, where)
         if d.ptb_repeat != 1 and d.name != JOINT:
             raise ValueError(f"{where}: data.ptb_repeat is for data.name={JOINT}, not {d.name}")
+        if not 0.0 <= d.questions <= 1.0:
+            raise ValueError(f"{where}: data.questions={d.questions} is a share, within [0, 1]")
+        if d.questions and d.name not in (PTB, JOINT):
+            raise ValueError(f"{where}: data.questions is for data.name={PTB} or {JOINT}")
         m.check(where)
         m.check_backbone(where, cfg.train.schedule)
 
@@ -152,7 +164,7 @@ class ParseTask(Task):
                 examples = [
                     ptb_example(e.tree, e.source, e.line)
                     for e in load_ptb_sample(source, root=d.root, clean=True)
-                ]
+                ] + self._questions(source)
             else:
                 examples = [ud_example(t) for t in load_ud(source, root=d.root)]
         elif Path(source).is_file():
@@ -184,10 +196,25 @@ class ParseTask(Task):
         ptb = [
             ptb_example(e.tree, e.source, e.line, dependencies=False)
             for e in load_ptb_sample(split, root=d.root, clean=True)
-        ]
+        ] + self._questions(split)
         where = f"{UD} {split}"
         ud = [ud_ptb_example(t, where) for t in load_ud(split, root=d.root)]
         return ptb * (d.ptb_repeat if split == self.train_split else 1) + ud
+
+    def _questions(self, split: str) -> list[ParseExample]:
+        """The questions and imperatives made from ``data.questions`` of the PTB sample's
+        training sentences (none for another split)."""
+        d = self.cfg.data
+        if split != self.train_split or not d.questions:
+            return []
+        entries = load_ptb_sample(split, root=d.root)  # function tags name the subject
+        forms = base_forms_from_ud(load_ud(self.train_split, root=d.root))
+        made = make_questions([e.tree for e in entries], d.questions, forms, seed=self.cfg.seed)
+        print(f"{PTB} {split}: {made.summary()}", flush=True)
+        return [
+            ptb_example(tree, entries[i].source, entries[i].line, dependencies=not self.joint)
+            for tree, i in zip(made.trees, made.sources, strict=True)
+        ]
 
     def _check_lengths(self, examples: Sequence[ParseExample], where: str) -> None:
         limit = self.cfg.model.max_length
