@@ -11,6 +11,11 @@ Treebank writes a wh-question as SBARQ (``(SBARQ (WHNP What) (SQ do you want) ?)
 yes/no question as SQ (``(SQ Is it raining ?)``): the share whose root is one of them is
 the score. The roots are counted for the wh-questions and the yes/no questions apart.
 
+Question trees made from the PTB sample's ``--ptb-split`` (default dev, held out from
+training; ``treeattn.data.questions``, every declarative the rules take, each as one kind
+drawn with ``--seed``): the parser's EVALB F1 (COLLINS.prm) on them, of each kind and in
+all, parsed from their words.
+
 ``QUESTIONS`` and ``IMPERATIVES`` are sentences written for this benchmark, never seen in
 training: each tree's root and the labels under it are shown; an imperative is right as
 the Treebank writes it, an S with a VP and no subject before it (``(S (VP Close the door)
@@ -35,7 +40,10 @@ from benchmarks.common import (
     start_device,
     write_results,
 )
+from treeattn.data.ptb import load_ptb_sample
+from treeattn.data.questions import KINDS, base_forms_from_ud, make_questions
 from treeattn.data.ud import load_ud
+from treeattn.metrics.evalb import evalb
 from treeattn.parsing import Parser
 from treeattn.trees import Tree
 
@@ -148,11 +156,28 @@ def share(counter: Counter[str]) -> float:
     return 100.0 * sum(counter[label] for label in QUESTION_ROOTS) / max(1, counter.total())
 
 
+def made_question_scores(parser: Parser, split: str, seed: int, limit: int | None) -> list[dict]:
+    """EVALB F1 of ``parser`` on question trees made from a PTB sample split, by kind."""
+    trees = [e.tree for e in load_ptb_sample(split)][:limit]
+    made = make_questions(trees, 1.0, base_forms_from_ud(load_ud("train")), seed=seed)
+    parsed = [p.tree for p in parser.parse([t.leaves() for t in made.trees])]
+    rows = []
+    for kind in (*KINDS, "all"):
+        chosen = [k for k, found in enumerate(made.kinds) if kind in (found, "all")]
+        if not chosen:
+            continue
+        result = evalb([made.trees[k] for k in chosen], [parsed[k] for k in chosen])
+        rows.append({"kind": kind, "sentences": len(chosen), "f1": result.fmeasure})
+    rows[-1]["summary"] = made.summary()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parser", default=None, help="accurate (the default), fast, or a file")
     p.add_argument("--split", default="test", choices=["train", "dev", "test"])
     p.add_argument("--examples", type=int, default=15, help="wrong EWT questions listed")
+    p.add_argument("--ptb-split", default="dev", choices=["train", "dev", "test"])
     add_run_arguments(p, "parser_questions.json/.md", 0.0, "20 EWT questions")
     args = finish_run_arguments(p.parse_args(argv))
     device = start_device(args)
@@ -166,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     roots = [root_node(tree).label for tree in trees]
     counts = root_counts(kinds, roots)
     written = parser.parse(QUESTIONS + IMPERATIVES)
+    made = made_question_scores(parser, args.ptb_split, args.seed, 40 if args.quick else None)
     seconds = time.perf_counter() - start
 
     order = ["wh", "yes/no", "all"]
@@ -214,6 +240,12 @@ def main(argv: list[str] | None = None) -> None:
         + f"\n\nThe first {min(args.examples, len(wrong))} of {len(wrong)} whose root is "
         "neither:\n\n"
         + markdown_table(["questions", "text", "root -> its children"], wrong[: args.examples])
+        + f"\n\nQuestion trees made from the PTB sample's {args.ptb_split} split "
+        f"({made[-1]['summary']}):\n\n"
+        + markdown_table(
+            ["kind", "sentences", "EVALB F1"],
+            [[row["kind"], row["sentences"], fmt(row["f1"], 2)] for row in made],
+        )
         + "\n\nSentences written for this benchmark:\n\n"
         + markdown_table(["kind", "words", "root -> its children", "as the Treebank"], written_rows)
     )
@@ -227,6 +259,7 @@ def main(argv: list[str] | None = None) -> None:
         parser=name,
         counts={kind: dict(counter) for kind, counter in counts.items()},
         shares={kind: share(counts.get(kind, Counter())) for kind in order},
+        made_questions=made,
         wrong=[{"kind": k, "text": t, "top": top} for k, t, top in wrong],
         written=[
             {"kind": kind, "words": words, "top": top, "right": right == "yes"}

@@ -81,6 +81,7 @@ def test_benchmark_quick_run_writes_its_tables(tmp_path, script, request):
     if script == "parser_questions":  # 20 EWT questions, each given a root; 18 written
         assert sum(results["counts"]["all"].values()) == 20
         assert len(results["written"]) == 18
+        assert results["made_questions"][-1]["kind"] == "all"
     if script == "parser_chart":
         # Batched and one sentence at a time give the same loss (the library rows, when
         # installed, are reported, not asserted).
