@@ -18,7 +18,7 @@ import torch
 from tests.helpers import train
 from tests.test_classify_backbone import ROWS
 from tests.test_parser import SMALL, TOY
-from treeattn.analysis.view import decode_attention
+from treeattn.analysis.page_data import decode_attention
 from treeattn.cli import main
 from treeattn.models.backbone import load_backbone
 from treeattn.models.pieces import load_splitter

@@ -16,13 +16,8 @@ import torch
 from tests.test_backbone import CONFIG as BERT_CONFIG
 from tests.test_engine import TINY
 from treeattn.analysis.capture import capture
-from treeattn.analysis.view import (
-    LEVELS,
-    SCALE,
-    decode_attention,
-    view_data,
-    view_page,
-)
+from treeattn.analysis.page_data import LEVELS, SCALE, decode_attention
+from treeattn.analysis.view import view_data, view_page
 from treeattn.attention.constituent import LINKS, ConstituentAttention
 from treeattn.attention.distance import GAPS, DistanceAttention
 from treeattn.attention.head_edit import HeadEdit

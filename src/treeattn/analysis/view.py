@@ -13,11 +13,11 @@ On a pretrained backbone, every BERT layer's attention over pieces comes first (
 then the layers on top; syntax injected into the backbone shows what its mechanism reads
 off the edit each chosen layer received.
 
-Attention goes to the page as one byte a probability (``LEVELS`` steps, base64 per head),
-the panels' values as integers in thousandths; a page that would still pass ``MAX_BYTES``
-shows fewer heads, then fewer sentences, and says so. The page names where each tree it
-draws comes from (the data's, the input's, the parser's, or induced from the model's own
-links) and what its arcs are.
+Attention goes to the page as one byte a probability (``page_data.LEVELS`` steps, base64
+per head), the panels' values as integers in thousandths; a page that would still pass
+``MAX_BYTES`` shows fewer heads, then fewer sentences, and says so. The page names where
+each tree it draws comes from (the data's, the input's, the parser's, or induced from the
+model's own links) and what its arcs are.
 """
 
 from __future__ import annotations
@@ -37,17 +37,13 @@ from treeattn.analysis.page_data import (
     GIVEN,
     GOLD,
     INDUCED,
-    LEVELS,
     PARSED,
     RIGHT_BRANCHING,
-    SCALE,
     arcless_notes,
     arcs_fields,
-    decode_attention,
     encode_attention,
     head_rule_arcs,
     head_rule_scheme,
-    labelled,
     page_data,
     panel,
     tree_json,
@@ -73,18 +69,7 @@ from treeattn.tasks.translate import Pair
 from treeattn.trees import Tree
 from treeattn.viz.page import render_page
 
-__all__ = [
-    "LEVELS",
-    "MAX_BYTES",
-    "SCALE",
-    "decode_attention",
-    "labelled",
-    "parser_view_data",
-    "sentence_data",
-    "tree_json",
-    "view_data",
-    "view_page",
-]
+__all__ = ["MAX_BYTES", "sentence_data", "view_data", "view_page"]
 
 MAX_SENTENCES = 20
 MAX_HEADS = 8
