@@ -4,14 +4,18 @@ cross-attention behind it, and greedy / beam search against brute force."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 import torch
 
-from treeattn.models.decoder import Memory, Source, TransformerDecoder
+from treeattn.models.cross_attention import CrossAttention, Memory
+from treeattn.models.decoder import TransformerDecoder
+from treeattn.models.hierarchical import TreeMemoryAttention
+from treeattn.models.inputs import EncoderInputs
 from treeattn.models.search import beam_search, greedy
 from treeattn.trees import Tree
-from treeattn.trees.tensors import collate_trees, encode_tree
+from treeattn.trees.tensors import TreeTensors, collate_trees, encode_tree
 
 TREES = [
     Tree.parse("(S (NP a b) (VP c (PP d e)))"),
@@ -19,8 +23,21 @@ TREES = [
 ]
 
 
+# What the decoder reads of a source: the encoder's output and the batch it encoded.
+Source = tuple[Any, EncoderInputs]
+
+
+def inputs(pad_mask: torch.Tensor, trees: TreeTensors | None = None) -> EncoderInputs:
+    return EncoderInputs(torch.zeros_like(pad_mask, dtype=torch.long), pad_mask, trees=trees)
+
+
+def tree_source(leaves: torch.Tensor, nodes: torch.Tensor, trees: TreeTensors) -> Source:
+    return (leaves, nodes), inputs(trees.leaf_pad_mask, trees)
+
+
 def sources(tree: bool, batch: int = 2, d: int = 12) -> tuple[Source, list[Source]]:
-    """A padded batch of sources and each item alone, float64."""
+    """A padded batch of sources and each item alone, float64: leaf and node states with
+    their trees (``tree``, as the hierarchical encoder gives), or token states."""
     g = torch.Generator().manual_seed(0)
     if tree:
         arrays = [encode_tree(t)[1] for t in TREES[:batch]]
@@ -29,27 +46,25 @@ def sources(tree: bool, batch: int = 2, d: int = 12) -> tuple[Source, list[Sourc
         leaves = torch.randn(batch, n, d, generator=g, dtype=torch.float64)
         nodes = torch.randn(batch, m, d, generator=g, dtype=torch.float64)
         alone = [
-            Source(
-                leaves=leaves[b : b + 1, : a.n_leaves],
-                nodes=nodes[b : b + 1, : a.n_nodes],
-                trees=collate_trees([a]),
+            tree_source(
+                leaves[b : b + 1, : a.n_leaves], nodes[b : b + 1, : a.n_nodes], collate_trees([a])
             )
             for b, a in enumerate(arrays)
         ]
-        return Source(leaves=leaves, nodes=nodes, trees=trees), alone
+        return tree_source(leaves, nodes, trees), alone
     lengths = [5, 3][:batch]
     states = torch.randn(batch, max(lengths), d, generator=g, dtype=torch.float64)
     pad = torch.arange(max(lengths))[None, :] >= torch.tensor(lengths)[:, None]
-    alone = [
-        Source(states=states[b : b + 1, :k], pad_mask=pad[b : b + 1, :k])
-        for b, k in enumerate(lengths)
-    ]
-    return Source(states=states, pad_mask=pad), alone
+    alone = [(states[b : b + 1, :k], inputs(pad[b : b + 1, :k])) for b, k in enumerate(lengths)]
+    return (states, inputs(pad)), alone
 
 
 def decoder(tree: bool, vocab: int = 11, layers: int = 2) -> TransformerDecoder:
     torch.manual_seed(1)
-    model = TransformerDecoder(vocab, d_model=12, n_heads=3, n_layers=layers, d_ff=16, tree=tree)
+    cross = TreeMemoryAttention if tree else CrossAttention
+    model = TransformerDecoder(
+        vocab, d_model=12, n_heads=3, n_layers=layers, d_ff=16, cross_attention=cross
+    )
     return model.double().eval()
 
 
@@ -57,7 +72,7 @@ def decoder(tree: bool, vocab: int = 11, layers: int = 2) -> TransformerDecoder:
 def test_cached_steps_equal_teacher_forcing(tree):
     model = decoder(tree)
     source, _ = sources(tree)
-    memories = model.memories(source)
+    memories = model.memories(*source)
     targets = torch.randint(1, 11, (2, 6), generator=torch.Generator().manual_seed(2))
     forced = model(targets, memories)
     cache: dict = {}
@@ -77,10 +92,10 @@ def test_a_padded_batch_equals_each_sentence_alone(tree):
     targets = torch.randint(1, 11, (2, 5), generator=torch.Generator().manual_seed(3))
     target_lengths = [5, 2]
     targets[1, 2:] = 0
-    batched = model(targets, model.memories(source))
+    batched = model(targets, model.memories(*source))
     for b, one in enumerate(alone):
         k = target_lengths[b]
-        single = model(targets[b : b + 1, :k], model.memories(one))
+        single = model(targets[b : b + 1, :k], model.memories(*one))
         torch.testing.assert_close(batched[b, :k], single[0])
 
 
@@ -89,30 +104,28 @@ def test_decoder_gradcheck(tree):
     model = decoder(tree, layers=1)
     source, _ = sources(tree, d=12)
     targets = torch.randint(1, 11, (2, 3), generator=torch.Generator().manual_seed(4))
+    encoded, batch = source
     if tree:
-        leaves = source.leaves.clone().requires_grad_()
-        nodes = source.nodes.clone().requires_grad_()
+        leaves, nodes = (x.clone().requires_grad_() for x in encoded)
 
         def run(x_leaves, x_nodes):
-            memories = model.memories(Source(leaves=x_leaves, nodes=x_nodes, trees=source.trees))
-            return model(targets, memories)
+            return model(targets, model.memories((x_leaves, x_nodes), batch))
 
         assert torch.autograd.gradcheck(run, (leaves, nodes))
     else:
-        states = source.states.clone().requires_grad_()
-        pad = source.pad_mask
+        states = encoded.clone().requires_grad_()
 
         def run(x):
-            return model(targets, model.memories(Source(states=x, pad_mask=pad)))
+            return model(targets, model.memories(x, batch))
 
         assert torch.autograd.gradcheck(run, (states,))
 
 
 def test_too_long_targets_are_an_error():
     model = TransformerDecoder(5, d_model=8, n_heads=2, n_layers=1, d_ff=8, max_length=4)
-    source = Source(states=torch.zeros(1, 2, 8), pad_mask=torch.zeros(1, 2, dtype=torch.bool))
+    memories = model.memories(torch.zeros(1, 2, 8), inputs(torch.zeros(1, 2, dtype=torch.bool)))
     with pytest.raises(ValueError, match="longer than max_length=4"):
-        model(torch.ones(1, 5, dtype=torch.long), model.memories(source))
+        model(torch.ones(1, 5, dtype=torch.long), memories)
 
 
 # ------------------------------------------------------------------------------ search
@@ -189,10 +202,10 @@ def test_beam_of_one_is_greedy():
 def test_search_over_a_padded_batch_equals_each_sentence_alone(tree):
     model = decoder(tree)
     source, alone = sources(tree)
-    batched = beam_search(model, model.memories(source), BOS, EOS, beam_size=3, max_length=7)
+    batched = beam_search(model, model.memories(*source), BOS, EOS, beam_size=3, max_length=7)
     for b, one in enumerate(alone):
-        memories = model.memories(one)
+        memories = model.memories(*one)
         assert beam_search(model, memories, BOS, EOS, beam_size=3, max_length=7) == [batched[b]]
-    assert beam_search(model, model.memories(source), BOS, EOS, 1, 7) == greedy(
-        model, model.memories(source), BOS, EOS, 7
+    assert beam_search(model, model.memories(*source), BOS, EOS, 1, 7) == greedy(
+        model, model.memories(*source), BOS, EOS, 7
     )

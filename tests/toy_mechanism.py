@@ -17,6 +17,7 @@ from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
 from treeattn.attention.registry import Capabilities, Reads
+from treeattn.models.cross_attention import CrossAttention
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.registry import TOKENS, EncoderConfig, EncoderEntry, options_dataclass
 
@@ -29,7 +30,7 @@ class AncestorMeanEncoder(nn.Module):
     layer. ``scale`` multiplies the ancestors' part (an option, to show how options work).
     """
 
-    cross_attends = "states"  # a translation decoder reads its token states
+    cross_attention = CrossAttention  # a translation decoder reads its token states
 
     def __init__(
         self, vocab_size: int, node_vocab_size: int, d_model: int = 64, scale: float = 1.0

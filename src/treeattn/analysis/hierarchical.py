@@ -12,7 +12,7 @@ import torch
 from treeattn.analysis.loading import load_for
 from treeattn.attention.registry import ATTENTION_SHARES
 from treeattn.data.batching import bucket_batches
-from treeattn.models.registry import encoder_entry, encoder_names
+from treeattn.models.registry import TREE, EncoderEntry, encoder_entry, encoder_names
 from treeattn.tasks.sentences import LabeledSentence
 from treeattn.tasks.trained import Trained, load_trained
 from treeattn.trees.lnr import to_lnr
@@ -146,7 +146,11 @@ class CrossAttentionShares:
 
 def tree_encoders() -> list[str]:
     """The encoders a translation decoder reads as leaves and phrase nodes."""
-    return [name for name in encoder_names() if encoder_entry(name).module.cross_attends == "tree"]
+    return [name for name in encoder_names() if _decoder_reads_nodes(encoder_entry(name))]
+
+
+def _decoder_reads_nodes(entry: EncoderEntry) -> bool:
+    return entry.output == TREE and entry.module.cross_attention is not None
 
 
 @torch.no_grad()
@@ -158,7 +162,7 @@ def cross_attention_shares(checkpoint: str | Path, source: str) -> CrossAttentio
     """
     saved = load_trained(checkpoint)
     name = saved.cfg.model.attention
-    if saved.cfg.task != "translate" or encoder_entry(name).module.cross_attends != "tree":
+    if saved.cfg.task != "translate" or not _decoder_reads_nodes(encoder_entry(name)):
         raise ValueError(
             f"{checkpoint}: cross-attention on phrase nodes needs a translation model whose "
             f"encoder gives phrase nodes ({' or '.join(tree_encoders())}), not a "

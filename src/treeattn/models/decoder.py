@@ -2,100 +2,24 @@
 cross-attention to the encoder and a feed-forward block, output tied to the target
 embeddings; decoding step by step with cached keys and values.
 
-The cross-attention is plain multi-head attention over the encoder's states, or, behind
-a tree encoder, the tree cross-attention of Nguyen et al. (2020, Eqs. 21-24) over the
-source tree's leaves and accumulated nodes. Either reads the encoder once per sentence
-(``memory``) and attends to it at every step (``attend``).
+The cross-attention is the one the encoder names (``models.cross_attention``): plain
+multi-head attention over token states unless told otherwise. It reads the encoder's
+output once per sentence (``memories``) and attends to it at every step.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.hierarchical import TreeCrossAttention
 from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.models.cross_attention import CrossAttention, MakeCrossAttention, Memory
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
-from treeattn.trees.tensors import TreeTensors
-
-
-@dataclass
-class Memory:
-    """One layer's view of the source: keys and values (B, H, S, k), and the keys a query
-    may see (B, 1, 1, S)."""
-
-    keys: torch.Tensor
-    values: torch.Tensor
-    allowed: torch.Tensor
-
-    def select(self, rows: torch.Tensor) -> Memory:
-        """The rows ``rows`` of the batch (to copy a sentence into its beams)."""
-        return Memory(self.keys[rows], self.values[rows], self.allowed[rows])
-
-
-@dataclass
-class Source:
-    """What the encoder gives the decoder: states (B, S, d) with their padding (B, S), or
-    for a tree encoder the leaves (B, n, d), nodes (B, m, d) and their trees."""
-
-    states: torch.Tensor | None = None
-    pad_mask: torch.Tensor | None = None
-    leaves: torch.Tensor | None = None
-    nodes: torch.Tensor | None = None
-    trees: TreeTensors | None = None
-
-
-class CrossAttention(nn.Module):
-    """Multi-head attention of target queries over the encoder's states."""
-
-    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
-        super().__init__()
-        self.n_heads, self.dropout = n_heads, dropout
-        self.query = nn.Linear(d_model, d_model)
-        self.key_value = nn.Linear(d_model, 2 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-
-    def memory(self, source: Source) -> Memory:
-        k, v = (split_heads(t, self.n_heads) for t in self.key_value(source.states).chunk(2, -1))
-        return Memory(k, v, ~source.pad_mask[:, None, None, :])
-
-    def attend(self, queries: torch.Tensor, memory: Memory, record: list | None = None):
-        return attend(self, queries, memory, record)
-
-
-class TreeMemoryAttention(TreeCrossAttention):
-    """The tree cross-attention (Eqs. 21-24) with the source read once per sentence; its
-    keys and values are [nodes; leaves], nodes first."""
-
-    def memory(self, source: Source) -> Memory:
-        leaves, nodes, trees = source.leaves, source.nodes, source.trees
-        keys = split_heads(self.key(torch.cat([nodes, leaves], dim=1)), self.n_heads)
-        key_pad = torch.cat([trees.node_pad_mask, trees.leaf_pad_mask], dim=1)
-        return Memory(keys, self.tree_values(leaves, nodes, trees), ~key_pad[:, None, None, :])
-
-    def attend(self, queries: torch.Tensor, memory: Memory, record: list | None = None):
-        return attend(self, queries, memory, record)
-
-
-def attend(
-    module: nn.Module, queries: torch.Tensor, memory: Memory, record: list | None = None
-) -> torch.Tensor:
-    """Queries (B, t, d) projected by ``module.query``, attending over ``memory``, heads
-    merged and projected by ``module.out``. ``record`` (a list) gets the attention
-    probabilities (B, H, t, S), without dropout."""
-    q = split_heads(module.query(queries), module.n_heads)
-    if record is not None:
-        scores = (q @ memory.keys.transpose(-1, -2)) * q.shape[-1] ** -0.5
-        record.append(scores.masked_fill(~memory.allowed, float("-inf")).softmax(-1))
-    p = module.dropout if module.training else 0.0
-    mixed = F.scaled_dot_product_attention(
-        q, memory.keys, memory.values, attn_mask=memory.allowed, dropout_p=p
-    )
-    return module.out(merge_heads(mixed))
+from treeattn.models.inputs import EncoderInputs
 
 
 class CausalSelfAttention(nn.Module):
@@ -133,8 +57,7 @@ class DecoderLayer(nn.Module):
         n_heads: int,
         d_ff: int,
         dropout: float,
-        tree: bool,
-        tree_options: dict | None = None,
+        cross_attention: MakeCrossAttention = CrossAttention,
         attention_dropout: float | None = None,
     ):
         super().__init__()
@@ -142,10 +65,7 @@ class DecoderLayer(nn.Module):
         self.self_norm = nn.LayerNorm(d_model)
         self.self_attn = CausalSelfAttention(d_model, n_heads, p)
         self.cross_norm = nn.LayerNorm(d_model)
-        if tree:
-            self.cross = TreeMemoryAttention(d_model, n_heads, p, **(tree_options or {}))
-        else:
-            self.cross = CrossAttention(d_model, n_heads, p)
+        self.cross = cross_attention(d_model, n_heads, p)
         self.ff_norm = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
@@ -163,11 +83,10 @@ class DecoderLayer(nn.Module):
 class TransformerDecoder(nn.Module):
     """Target ids (B, t) and the source -> next-word logits (B, t, V).
 
-    ``tree=True`` gives every layer the tree cross-attention (for the hierarchical
-    encoder), built with ``tree_options`` (``max_depth``, ``max_width``,
-    ``hierarchical_embeddings``, ``leaf_weights``: the encoder's); the output layer shares
-    the target embedding matrix (Press & Wolf 2017). ``attention_dropout`` drops
-    attention weights (default: ``dropout``).
+    ``cross_attention`` makes each layer's attention over the source: the encoder's
+    ``cross_attention`` (``models.cross_attention``), by default plain attention over
+    token states. The output layer shares the target embedding matrix (Press & Wolf
+    2017). ``attention_dropout`` drops attention weights (default: ``dropout``).
     Targets longer than ``max_length`` are an error, never truncated.
     """
 
@@ -180,8 +99,7 @@ class TransformerDecoder(nn.Module):
         d_ff: int = 1024,
         dropout: float = 0.1,
         max_length: int = 256,
-        tree: bool = False,
-        tree_options: dict | None = None,
+        cross_attention: MakeCrossAttention = CrossAttention,
         attention_dropout: float | None = None,
     ) -> None:
         super().__init__()
@@ -193,14 +111,15 @@ class TransformerDecoder(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, tree, tree_options, attention_dropout)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, cross_attention, attention_dropout)
             for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model)
 
-    def memories(self, source: Source) -> list[Memory]:
-        """Each layer's keys and values of the source, computed once per sentence."""
-        return [layer.cross.memory(source) for layer in self.layers]
+    def memories(self, encoded: Any, inputs: EncoderInputs) -> list[Memory]:
+        """Each layer's keys and values of the source, computed once per sentence from the
+        encoder's output ``encoded`` for the batch ``inputs``."""
+        return [layer.cross.memory(encoded, inputs) for layer in self.layers]
 
     def forward(
         self,

@@ -11,6 +11,7 @@ from torch import nn
 from treeattn.attention import build_attention
 from treeattn.attention.registry import LAYER
 from treeattn.attention.tree_loss import WordPositions, token_positions
+from treeattn.models.cross_attention import CrossAttention
 from treeattn.models.inputs import EncoderInputs
 
 
@@ -71,7 +72,7 @@ class TransformerEncoder(nn.Module):
     ``dropout``).
     """
 
-    cross_attends = "states"  # a translation decoder attends over the token states
+    cross_attention = CrossAttention  # a translation decoder attends over the token states
 
     def __init__(
         self,

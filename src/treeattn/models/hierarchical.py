@@ -12,10 +12,13 @@ from treeattn import plugins
 from treeattn.attention.hierarchical import (
     DEFAULT_MAX_DEPTH,
     HierarchicalAttention,
+    TreeCrossAttention,
     tree_attention_allowed,
 )
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
 from treeattn.attention.registry import ATTENTION_SHARES, Capabilities, Reads
+from treeattn.attention.vanilla import split_heads
+from treeattn.models.cross_attention import Memory, attend
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.registry import (
@@ -69,6 +72,22 @@ class HierarchicalLayer(nn.Module):
         return (new_leaves, new_nodes, *attended[2:])
 
 
+class TreeMemoryAttention(TreeCrossAttention):
+    """A translation decoder's attention over the encoder's leaves and accumulated nodes
+    (Eqs. 21-24), with the source read once per sentence (``models.cross_attention``); its
+    keys and values are [nodes; leaves], nodes first."""
+
+    def memory(self, encoded: tuple[torch.Tensor, torch.Tensor], inputs: EncoderInputs) -> Memory:
+        """``encoded``: the leaf (B, n, d) and node (B, m, d) states of ``inputs``."""
+        (leaves, nodes), trees = encoded, inputs.trees
+        keys = split_heads(self.key(torch.cat([nodes, leaves], dim=1)), self.n_heads)
+        key_pad = torch.cat([trees.node_pad_mask, trees.leaf_pad_mask], dim=1)
+        return Memory(keys, self.tree_values(leaves, nodes, trees), ~key_pad[:, None, None, :])
+
+    def attend(self, queries: torch.Tensor, memory: Memory, record: list | None = None):
+        return attend(self, queries, memory, record)
+
+
 class HierarchicalEncoder(nn.Module):
     """Word ids (B, n), node label ids (B, m) and their trees -> leaf states (B, n, d) and
     node states (B, m, d).
@@ -82,9 +101,6 @@ class HierarchicalEncoder(nn.Module):
     ``single`` (the paper's one vector u_s), see ``HierarchicalAccumulation``;
     ``attention_dropout`` drops attention weights (default: ``dropout``).
     """
-
-    # A translation decoder attends over the accumulated tree (Eqs. 21-24).
-    cross_attends = "tree"
 
     def __init__(
         self,
@@ -114,7 +130,7 @@ class HierarchicalEncoder(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.subtree_mask = subtree_mask
-        # What a tree cross-attention over this encoder's output must share with it.
+        # What the tree cross-attention over this encoder's output shares with it.
         self.accumulation_options = dict(
             max_depth=max_depth,
             max_width=max_length,
@@ -155,6 +171,11 @@ class HierarchicalEncoder(nn.Module):
         if return_weights:
             return leaves, nodes, weights
         return leaves, nodes
+
+    def cross_attention(self, d_model: int, n_heads: int, dropout: float) -> TreeMemoryAttention:
+        """A translation decoder's attention over this encoder's leaves and nodes: the
+        tree cross-attention, accumulating as this encoder does."""
+        return TreeMemoryAttention(d_model, n_heads, dropout, **self.accumulation_options)
 
     def layer_weights(
         self, inputs: EncoderInputs, words: torch.Tensor | None = None

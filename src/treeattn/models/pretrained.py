@@ -124,7 +124,7 @@ class BackboneEncoder(nn.Module):
     reads the batch's gap distances (``distance``) or nothing (``constituent``).
     """
 
-    cross_attends = None  # no translation decoder reads it
+    cross_attention = None  # no translation decoder reads it
 
     def __init__(self, backbone: Backbone, top: nn.Module | None = None) -> None:
         super().__init__()

@@ -64,9 +64,10 @@ class EncoderEntry(Mechanism):
     ``build(model_section, vocab_size, node_vocab_size)`` makes the encoder, whose class is
     ``module``: it has ``encode_inputs(EncoderInputs)`` returning token states (B, n, d)
     (``output`` ``tokens``) or leaf and node states (``output`` ``tree``), and
-    ``cross_attends``, what a translation decoder reads of it (``None``: it feeds no
-    decoder). ``options`` is the dataclass of its ``model.attention_options``;
-    ``check_tree(options, arrays, where)`` rejects a tree it cannot read before training.
+    ``cross_attention``, the attention a translation decoder reads it with
+    (``models.cross_attention``; ``None``: it feeds no decoder). ``options`` is the
+    dataclass of its ``model.attention_options``; ``check_tree(options, arrays, where)``
+    rejects a tree it cannot read before training.
     A whole encoder registers its entry (``plugins.mechanisms.register``); an attention
     layer's is made here (``encoder_entry``).
     """

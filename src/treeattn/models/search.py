@@ -17,7 +17,7 @@ from typing import Protocol
 
 import torch
 
-from treeattn.models.decoder import Memory
+from treeattn.models.cross_attention import Memory
 
 
 class StepDecoder(Protocol):

@@ -1,13 +1,14 @@
-"""Encoder-decoder for translation: any encoder of the sentence tasks over the source
-pieces, and the causal decoder (``decoder.py``), whose cross-attention is the tree
-cross-attention of Nguyen et al. (2020, Eqs. 21-24) behind the hierarchical encoder."""
+"""Encoder-decoder for translation: any encoder of the sentence tasks that feeds a decoder
+over the source pieces, and the causal decoder (``decoder.py``), whose cross-attention is
+the one the encoder names (``models.cross_attention``)."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from treeattn.models.decoder import Memory, Source, TransformerDecoder
+from treeattn.models.cross_attention import Memory
+from treeattn.models.decoder import TransformerDecoder
 from treeattn.models.inputs import EncoderInputs
 from treeattn.models.search import beam_search, greedy
 
@@ -16,27 +17,19 @@ class Translator(nn.Module):
     """A batch of source pieces (``EncoderInputs``: with trees and node labels, or gap
     distances, as the encoder reads) -> next-word logits (B, t, V).
 
-    The encoder says what the decoder attends over (``cross_attends``): its token states,
-    or its accumulated tree (leaf and node states; the decoder then uses the tree
-    cross-attention with the encoder's ``accumulation_options``).
+    The decoder's cross-attention reads the encoder's output as the encoder says
+    (``cross_attention``, with which the decoder is built); an encoder with none feeds no
+    decoder.
     """
 
     def __init__(self, encoder: nn.Module, decoder: TransformerDecoder) -> None:
         super().__init__()
-        if encoder.cross_attends is None:
+        if encoder.cross_attention is None:
             raise ValueError(f"{type(encoder).__name__} gives no states a decoder can read")
         self.encoder, self.decoder = encoder, decoder
-        self.tree = encoder.cross_attends == "tree"
-
-    def source(self, inputs: EncoderInputs) -> Source:
-        """What the decoder reads of the source."""
-        if self.tree:
-            leaves, nodes = self.encoder.encode_inputs(inputs)
-            return Source(leaves=leaves, nodes=nodes, trees=inputs.trees)
-        return Source(states=self.encoder.encode_inputs(inputs), pad_mask=inputs.pad_mask)
 
     def memories(self, inputs: EncoderInputs) -> list[Memory]:
-        return self.decoder.memories(self.source(inputs))
+        return self.decoder.memories(self.encoder.encode_inputs(inputs), inputs)
 
     def forward(
         self, inputs: EncoderInputs, targets: torch.Tensor, record: list | None = None

@@ -33,7 +33,7 @@ class TreeLSTMEncoder(nn.Module):
     Padded leaves and nodes come out as zeros (before dropout).
     """
 
-    cross_attends = None  # no translation decoder reads a Tree-LSTM
+    cross_attention = None  # no translation decoder reads a Tree-LSTM
 
     def __init__(
         self,

@@ -114,7 +114,7 @@ def check_encoder_decoder(m: TranslateModel, positive: dict[str, Any], where: st
         positive = {**positive, "model.decoder_layers": m.decoder_layers}
     check_positive(positive, where)
     entry = check_encoder(m, where)
-    if entry.module.cross_attends is None:
+    if entry.module.cross_attention is None:
         raise ValueError(f"{where}: model.attention={m.attention} has no translation decoder")
     m.check_tree_loss(where, entry.module)
 
@@ -429,8 +429,6 @@ class TranslateTask(Task):
         m = self.cfg.model
         node_vocab_size = len(self.node_vocab) if self.node_vocab is not None else 0
         encoder = build_encoder(m, len(self.source_subwords), node_vocab_size)
-        # The decoder reads what the encoder says it cross-attends to.
-        tree = encoder.cross_attends == "tree"
         decoder = TransformerDecoder(
             len(self.target_subwords),
             d_model=m.d_model,
@@ -440,8 +438,7 @@ class TranslateTask(Task):
             dropout=m.dropout,
             attention_dropout=m.attention_dropout,
             max_length=m.max_length,
-            tree=tree,
-            tree_options=encoder.accumulation_options if tree else None,
+            cross_attention=encoder.cross_attention,  # the encoder names how it is read
         )
         return Translator(encoder, decoder)
 
