@@ -4,7 +4,9 @@ end: perplexity, induced trees for a text file and for the PTB sample, prior hea
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import train
@@ -151,6 +153,35 @@ def test_constituent_prior_command_draws_a_png(tree_transformer, tmp_path, capsy
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main([*argv, "--layers", "5"]) == 2
     assert "layer 5 is not in 0..2" in capsys.readouterr().err
+
+
+def test_the_prior_drawn_is_each_layers_over_the_words_alone(tree_transformer):
+    """The prior's first off-diagonal holds the links the induced trees read (the start
+    token's left out), its diagonal 1: C[i, j] is the product of the links between."""
+    from treeattn.analysis.constituent_prior import load_prior_model, sentence_priors
+    from treeattn.analysis.induction import induce_links
+
+    run, _ = tree_transformer
+    saved = load_prior_model(run / "best.pt")
+    words = "the cat sat on the mat".split()
+    priors = sentence_priors(saved, words)
+    (links,) = induce_links(saved, [words])  # (L, n-1)
+    assert len(priors) == len(links) == 3
+    for prior, layer in zip(priors, links, strict=True):
+        assert prior.shape == (6, 6)
+        np.testing.assert_allclose(np.diagonal(prior), 1.0)
+        np.testing.assert_allclose(np.diagonal(prior, 1), layer, rtol=1e-5)
+        np.testing.assert_allclose(prior[0, 5], np.prod(layer), rtol=1e-5)
+        np.testing.assert_allclose(prior, prior.T)
+
+
+def test_the_prior_is_refused_for_a_mechanism_that_does_not_declare_it(tmp_path, capsys):
+    vanilla = Path(__file__).parent / "fixtures" / "legacy-listops-vanilla.pt"
+    argv = ["constituent-prior", str(vanilla), "the cat", "-o", str(tmp_path / "p.png")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "`treeattn constituent-prior` needs a model whose mechanism supports it" in err
+    assert "(constituent), not 'vanilla'" in err and not (tmp_path / "p.png").exists()
 
 
 def test_induce_refuses_other_models_and_both_inputs(tree_transformer, tmp_path, capsys):

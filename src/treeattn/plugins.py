@@ -134,6 +134,6 @@ mechanisms = Registry("mechanisms", "mechanism", ("treeattn.attention", "treeatt
 tasks = Registry("tasks", "task", ("treeattn.tasks",))
 datasets = Registry("datasets", "data set", ("treeattn.tasks.datasets",))
 suites = Registry("suites", "evaluation suite", ("treeattn.evaluation",))
-analyses = Registry("analyses", "analysis", ("treeattn.attention.registry",))
+analyses = Registry("analyses", "analysis", ("treeattn.attention.registry", "treeattn.attention"))
 parsers = Registry("parsers", "parser", ("treeattn.parsing.parser",))
 KINDS = (mechanisms, tasks, datasets, suites, analyses, parsers)

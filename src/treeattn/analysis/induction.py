@@ -1,7 +1,8 @@
 """Unsupervised parsing with a trained model whose layers give links between neighbouring
-words (the Tree Transformer, Wang et al. 2019): its links for raw text, its trees (the
-algorithm and its variants: ``treeattn.trees.induction``), and their scores on the PTB
-sample.
+words (a mechanism that declares ``INDUCED_TREES``; the algorithm is the Tree
+Transformer's, Wang et al. 2019): its links for raw text, its trees (the algorithm and
+its variants: ``treeattn.trees.induction``), and their scores on the PTB sample. What a
+mechanism draws of its own links is its own (``analysis.constituent_prior``).
 
 A model trained with a start token reads it before each sentence; its link to the first
 word is dropped before parsing, as the release drops it.
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,7 +20,6 @@ from torch import nn
 
 from treeattn.analysis.capture import layer_captures
 from treeattn.analysis.loading import load_for
-from treeattn.attention.constituent import constituent_prior
 from treeattn.attention.registry import INDUCED_TREES
 from treeattn.data.batching import bucket_batches, pad_ids
 from treeattn.data.text import (
@@ -37,11 +36,10 @@ from treeattn.tasks.trained import Trained
 from treeattn.trees import Tree
 from treeattn.trees.induction import THRESHOLD, trees_from_links
 from treeattn.trees.tokenize import tokenize
-from treeattn.viz.attention import plot_priors
 
 
-def load_tree_transformer(checkpoint: str, device: str = "auto") -> Trained:
-    """A trained model whose mechanism induces trees (``INDUCED_TREES``)."""
+def load_link_model(checkpoint: str, device: str = "auto") -> Trained:
+    """A trained model whose mechanism induces trees from its links (``INDUCED_TREES``)."""
     return load_for(checkpoint, INDUCED_TREES, device)
 
 
@@ -87,35 +85,6 @@ def encode_words(
     options = model_text_options(saved) if options is None else options
     shown = [normalize_word(w, options) for w in words]
     return saved.task.vocab.encode([START, *shown] if uses_start_token(saved) else shown)
-
-
-def sentence_priors(saved: Trained, words: Sequence[str]) -> list[np.ndarray]:
-    """Every layer's constituent prior (n, n) for one sentence, bottom layer first."""
-    if len(words) > saved.cfg.model.max_length:
-        raise ValueError(f"{len(words)} words, more than max_length={saved.cfg.model.max_length}")
-    tokens = torch.tensor([encode_words(saved, words)], device=saved.device)
-    pad_mask = torch.zeros_like(tokens, dtype=torch.bool)
-    links = layer_links(saved.model, tokens, pad_mask)[:, 0]  # (L, n-1)
-    if uses_start_token(saved):  # the prior among the words only
-        links = links[:, 1:]
-    return [constituent_prior(layer[None])[0].cpu().numpy() for layer in links]
-
-
-def draw_priors(
-    saved: Trained, sentence: str, out: str | Path, layers: Sequence[int] | None = None
-) -> Path:
-    """Heat maps of the constituent prior of ``layers`` (from 0; default: all) for one
-    sentence, words separated by spaces, side by side in one image file."""
-    words = sentence.split()
-    if not words:
-        raise ValueError("the sentence is empty")
-    priors = sentence_priors(saved, words)
-    layers = list(range(len(priors))) if layers is None else list(layers)
-    for layer in layers:
-        if not 0 <= layer < len(priors):
-            raise ValueError(f"layer {layer} is not in 0..{len(priors) - 1}")
-    titles = [f"layer {layer}" for layer in layers]
-    return plot_priors([priors[layer] for layer in layers], words, titles, out)
 
 
 def induce_links(

@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from treeattn.analysis.induction import (
     induce_links,
-    load_tree_transformer,
+    load_link_model,
 )
 from treeattn.analysis.induction_scores import ptb_text, score_induction
 from treeattn.metrics.unsupervised import (
@@ -77,7 +77,7 @@ def induction_curve(
     checkpoints = kept_checkpoints(run)
     points, dev, text = [], None, None
     for step, path in tqdm(checkpoints, unit="checkpoint", disable=not progress, leave=False):
-        saved = load_tree_transformer(str(path))
+        saved = load_link_model(str(path))
         if dev is None:  # one run: the same vocabulary and text options throughout
             dev = saved.encode(*saved.read("dev"))
             text = ptb_text(saved, split)

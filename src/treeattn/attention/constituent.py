@@ -55,7 +55,7 @@ from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
-from treeattn.attention.registry import INDUCED_TREES, Capabilities, Mechanism
+from treeattn.attention.registry import INDUCED_TREES, Analysis, Capabilities, Mechanism
 from treeattn.attention.vanilla import merge_heads, split_heads
 from treeattn.trees import Tree
 from treeattn.trees.induction import trees_from_links
@@ -269,12 +269,17 @@ class ConstituentView(MechanismView):
         return trees_from_links([words], [links.cpu().numpy()])[0]
 
 
+# Heat maps of every layer's prior for one sentence (``analysis.constituent_prior``).
+PRIOR_MAPS = plugins.analyses.register(
+    Analysis("constituent-prior", "heat maps of the constituent prior C per layer")
+).name
+
 CAPABILITIES = Capabilities(
     description="Tree Transformer: attention times a learned constituent prior",
     latent=True,
     injection=ConstituentInjection,
     view=ConstituentView(),
-    analyses=frozenset({INDUCED_TREES}),
+    analyses=frozenset({INDUCED_TREES, PRIOR_MAPS}),
 )
 
 

@@ -225,7 +225,7 @@ def _pretrained_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _induce(args: argparse.Namespace) -> int:
-    from treeattn.analysis.induction import chosen_text_options, induce_text, load_tree_transformer
+    from treeattn.analysis.induction import chosen_text_options, induce_text, load_link_model
     from treeattn.analysis.induction_scores import induce_ptb
     from treeattn.analysis.zero_shot_trees import is_pretrained_source
 
@@ -242,7 +242,7 @@ def _induce(args: argparse.Namespace) -> int:
     ):
         if given:
             raise ValueError(f"{flag} is for a pretrained model, not a trained checkpoint")
-    saved = load_tree_transformer(args.checkpoint)
+    saved = load_link_model(args.checkpoint)
     options = chosen_text_options(
         saved, args.drop_punctuation, args.lowercase, args.normalize_numbers
     )
@@ -360,9 +360,9 @@ def add_constituent_prior(sub: argparse._SubParsersAction) -> None:
 
 
 def _constituent_prior(args: argparse.Namespace) -> int:
-    from treeattn.analysis.induction import draw_priors, load_tree_transformer
+    from treeattn.analysis.constituent_prior import draw_priors, load_prior_model
 
-    saved = load_tree_transformer(args.checkpoint)
+    saved = load_prior_model(args.checkpoint)
     print(f"written to {draw_priors(saved, args.sentence, args.out, args.layers)}")
     return OK
 

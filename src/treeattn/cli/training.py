@@ -292,9 +292,10 @@ def _plugins(args: argparse.Namespace) -> int:
         print(f"  {found.name:<14} {', '.join(readers) or 'none'}")
     print("\nanalysis (treeattn NAME CHECKPOINT): what it shows; the mechanisms it applies to")
     mechanisms = plugins.mechanisms.entries()
+    width = max(14, *(len(name) for name in plugins.analyses.names()))
     for analysis in plugins.analyses.entries():
         able = [m.name for m in mechanisms if analysis.name in m.capabilities.analyses]
-        print(f"  {analysis.name:<14} {analysis.description}; {', '.join(able) or 'none'}")
+        print(f"  {analysis.name:<{width}} {analysis.description}; {', '.join(able) or 'none'}")
     print("\nparser (Parser.load(NAME), data.parser, --model): what it is")
     for parser in plugins.parsers.entries():
         print(f"  {parser.name:<14} {parser.description}")
