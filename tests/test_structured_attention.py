@@ -12,7 +12,6 @@ import torch
 
 from treeattn.attention import build_attention
 from treeattn.attention.structured import StructuredAttention, arc_marginals
-from treeattn.models.document import StructuredDocumentClassifier
 from treeattn.models.encoder import TransformerEncoder
 from treeattn.trees.dependency import DependencyTree
 
@@ -175,31 +174,3 @@ def test_registered_and_usable_in_the_encoder():
     encoder = TransformerEncoder(20, d_model=8, n_heads=2, attention="structured")
     tokens = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
     assert encoder(tokens, tokens == 0).shape == (2, 4, 8)
-
-
-def test_document_model_ignores_padding():
-    torch.manual_seed(5)
-    model = StructuredDocumentClassifier(30, 3, d_model=8, n_heads=2, d_ff=16).double().eval()
-    doc = torch.tensor([[[3, 4, 5], [6, 7, 0]]])
-    padded = torch.zeros(2, 3, 4, dtype=torch.long)
-    padded[0, :2, :3] = doc[0]
-    padded[1, 0, :2] = torch.tensor([8, 9])
-    batch = model(padded)
-    assert batch.shape == (2, 3)
-    torch.testing.assert_close(batch[0], model(doc)[0])
-    torch.testing.assert_close(batch[1], model(torch.tensor([[[8, 9]]]))[0])
-    with pytest.raises(ValueError, match="no sentence"):
-        model(torch.zeros(1, 2, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="empty sentence before a real one"):
-        model(torch.tensor([[[0, 0], [3, 4]]]))
-
-
-def test_document_model_trains_both_levels():
-    torch.manual_seed(6)
-    model = StructuredDocumentClassifier(30, 3, d_model=8, n_heads=1, d_ff=16)
-    logits = model(torch.tensor([[[3, 4, 5], [6, 7, 0]], [[8, 0, 0], [0, 0, 0]]]))
-    torch.nn.functional.cross_entropy(logits, torch.tensor([0, 2])).backward()
-    for part in (model.words, model.sentences):
-        grads = [p.grad for p in part.parameters() if p.grad is not None]
-        assert grads and all(torch.isfinite(g).all() for g in grads)
-        assert sum(g.abs().sum() for g in grads) > 0
