@@ -21,8 +21,9 @@ from treeattn.analysis.view import view_data, view_page
 from treeattn.attention.constituent import LINKS, ConstituentAttention
 from treeattn.attention.distance import GAPS, DistanceAttention
 from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.heads import merge_heads, split_heads
 from treeattn.attention.registry import LAYER
-from treeattn.attention.vanilla import VanillaSelfAttention, merge_heads, split_heads
+from treeattn.attention.vanilla import VanillaSelfAttention
 from treeattn.cli import main
 from treeattn.models.bert import BertConfig, BertLayer
 from treeattn.models.hierarchical import HierarchicalEncoder

@@ -53,10 +53,10 @@ from torch import nn
 
 from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.heads import merge_heads, split_heads
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
 from treeattn.attention.registry import INDUCED_TREES, Analysis, Capabilities, Mechanism
-from treeattn.attention.vanilla import merge_heads, split_heads
 from treeattn.trees import Tree
 from treeattn.trees.induction import trees_from_links
 

@@ -42,10 +42,10 @@ from torch import nn
 
 from treeattn import plugins
 from treeattn.attention.head_edit import HeadEdit
+from treeattn.attention.heads import attention_probs, merge_heads, split_heads
 from treeattn.attention.injection import SyntaxInjection, SyntaxInputs, word_values, words_to_pieces
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView, head_numbers
 from treeattn.attention.registry import LAYER, Capabilities, Mechanism, Reads
-from treeattn.attention.vanilla import attention_probs, merge_heads, split_heads
 
 GAPS = Reads.GAPS  # context key: (B, n-1) distances between adjacent tokens
 BIAS = "distance_mask"  # context key: the (B, 1, n, n) additive gate, built once per pass

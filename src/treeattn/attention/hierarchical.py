@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.attention.heads import merge_heads, split_heads
 from treeattn.trees.tensors import TreeTensors
 
 

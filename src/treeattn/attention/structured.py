@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from treeattn import plugins
+from treeattn.attention.heads import merge_heads, split_heads
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
 from treeattn.attention.registry import LATENT_TREES, Capabilities, Mechanism
-from treeattn.attention.vanilla import merge_heads, split_heads
 from treeattn.structs import arcs_to_heads, best_heads
 from treeattn.structs.eisner import Eisner
 from treeattn.structs.matrix_tree import MatrixTree

@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from treeattn import plugins
+from treeattn.attention.heads import attention_probs, merge_heads, split_heads
 from treeattn.attention.registry import CAUSAL, Capabilities, Mechanism
-
-
-def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(B, n, d) -> (B, H, n, d / H)."""
-    b, n, d = x.shape
-    return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(B, H, n, d / H) -> (B, n, d)."""
-    b, h, n, dh = x.shape
-    return x.transpose(1, 2).reshape(b, n, h * dh)
-
-
-def attention_probs(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(d_h) + bias) for queries and keys (B, H, n, d_h), as
-    ``F.scaled_dot_product_attention`` weighs values; ``bias`` is additive, or boolean
-    (True where attention may flow), broadcast to (B, H, n, n)."""
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if bias.dtype == torch.bool:
-        return scores.masked_fill(~bias, -torch.inf).softmax(-1)
-    return (scores + bias).softmax(-1)
 
 
 def self_allowed(pad_mask: torch.Tensor, context: dict | None) -> torch.Tensor:

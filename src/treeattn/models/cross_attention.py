@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.attention.heads import merge_heads, split_heads
 from treeattn.models.inputs import EncoderInputs
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from treeattn.attention.vanilla import merge_heads, split_heads
+from treeattn.attention.heads import merge_heads, split_heads
 from treeattn.models.cross_attention import CrossAttention, MakeCrossAttention, Memory
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
 from treeattn.models.inputs import EncoderInputs

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from treeattn import plugins
+from treeattn.attention.heads import split_heads
 from treeattn.attention.hierarchical import (
     DEFAULT_MAX_DEPTH,
     HierarchicalAttention,
@@ -17,7 +18,6 @@ from treeattn.attention.hierarchical import (
 )
 from treeattn.attention.inspection import Captures, MechanismView, Panel, SentenceView
 from treeattn.attention.registry import ATTENTION_SHARES, Capabilities, Reads
-from treeattn.attention.vanilla import split_heads
 from treeattn.models.cross_attention import Memory, attend
 from treeattn.models.encoder import init_embedding, sinusoidal_positions
 from treeattn.models.inputs import EncoderInputs
