@@ -95,6 +95,14 @@ def test_every_kind_has_its_group_and_entries():
     assert {"vanilla", "hierarchical", "tree-regularization"} <= set(plugins.mechanisms.names())
 
 
+def test_mechanisms_are_listed_with_the_baseline_first():
+    """The order the demo's table and ``treeattn plugins`` list them in, whichever module
+    was imported first."""
+    names = plugins.mechanisms.names()
+    assert names[:4] == ["vanilla", "constituent", "distance", "structured"]
+    assert names.index("hierarchical") < names.index("tree-lstm")
+
+
 def test_a_mechanism_declares_registered_analyses_only():
     from treeattn.attention.registry import Capabilities
 
